@@ -1,0 +1,285 @@
+"""nox sessions of the icml25 monorepo — the only entry points a contributor needs.
+
+Every library under ``packages/*/`` (and the core, ``shared/``) gets its own virtual environment
+per session, holding only ``icml25-core``, the library and the extras that session needs: a test
+that passes here proves the library works with nothing but what it declares. Environments live in
+``.nox/<session>-<dist>/`` and are reused until the library's ``pyproject.toml``, the core's or
+``tools/constraints.txt`` changes (pass ``--fresh`` after ``--`` to rebuild them).
+
+    nox -s tests                     # core, tools and every library
+    nox -s tests -- permucate        # one library (names after --; pytest options after them)
+    nox -s tests -- permucate -m "not slow"
+    nox -s reproduce                 # every finished library's main job + one summary table
+    nox -s lint | build | kernels | bench
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import nox
+from nox.command import CommandFailed
+
+ROOT = Path(__file__).resolve().parent
+CORE = "icml25-core"
+CONSTRAINTS = ROOT / "tools" / "constraints.txt"
+REPORTS = ROOT / "reports"
+DIST = ROOT / "dist"
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.default_venv_backend = "none"  # each session builds its own per-library venvs
+
+
+# ----------------------------------------------------------------------------- discovery
+def _pyproject(folder: Path) -> dict:
+    return tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def libraries() -> dict[str, Path]:
+    """``{dist-name: folder}`` of every library under ``packages/``."""
+    return {p.parent.name: p.parent for p in sorted(ROOT.glob("packages/*/pyproject.toml"))}
+
+
+def kernel_packages() -> dict[str, Path]:
+    """``{name: folder}`` of every native kernel package under ``kernels/``."""
+    return {p.parent.name: p.parent for p in sorted(ROOT.glob("kernels/*/pyproject.toml"))}
+
+
+def card(folder: Path) -> dict:
+    """The library's ``[tool.icml25]`` catalogue card."""
+    return _pyproject(folder).get("tool", {}).get("icml25", {})
+
+
+def import_name(dist: str) -> str:
+    return dist.replace("-", "_")
+
+
+def select(session: nox.Session, pool: dict[str, Path]) -> tuple[dict[str, Path], list[str]]:
+    """Split ``session.posargs`` into the selected names (default: all of ``pool``) and the
+    options passed on to the tool (everything from the first argument starting with ``-``)."""
+    args = list(session.posargs)
+    split = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
+    names, rest = args[:split], [a for a in args[split:] if a != "--fresh"]
+    unknown = [n for n in names if n not in pool]
+    if unknown:
+        session.error(f"unknown: {', '.join(unknown)}; known: {', '.join(pool)}")
+    return ({n: pool[n] for n in names} if names else dict(pool)), rest
+
+
+# ------------------------------------------------------------------------ environments
+def _bin(venv: Path, tool: str) -> str:
+    return str(venv / "bin" / tool)
+
+
+def make_venv(
+    session: nox.Session,
+    name: str,
+    requirements: list[str],
+    *,
+    stamp_files: tuple[Path, ...] = (),
+    fresh: bool = False,
+) -> Path:
+    """Create (or reuse) ``.nox/<name>`` with ``requirements`` installed under the constraints.
+
+    Reused as is while the requirements and the contents of ``stamp_files`` are unchanged.
+    """
+    venv = ROOT / ".nox" / name
+    digest = hashlib.sha256(sys.version.encode())
+    for item in (*requirements, CONSTRAINTS, *stamp_files):
+        digest.update(Path(item).read_bytes() if isinstance(item, Path) else item.encode())
+    stamp = venv / ".icml25-stamp"
+    fresh = fresh or "--fresh" in session.posargs
+    if fresh and venv.exists():
+        shutil.rmtree(venv)
+    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+        return venv
+    if not (venv / "bin" / "python").exists():
+        session.run(sys.executable, "-m", "venv", str(venv), external=True)
+    session.run(
+        _bin(venv, "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "-c", str(CONSTRAINTS), *requirements, external=True,
+    )  # fmt: skip
+    stamp.write_text(digest.hexdigest())
+    return venv
+
+
+def library_venv(session: nox.Session, kind: str, dist: str, folder: Path, extras: list[str]):
+    """``.nox/<kind>-<dist>``: the core and the library (editable) with ``extras``."""
+    declared = _pyproject(folder).get("project", {}).get("optional-dependencies", {})
+    extras = [e for e in extras if e in declared]
+    target = f"{folder}[{','.join(extras)}]" if extras else str(folder)
+    return make_venv(
+        session,
+        f"{kind}-{dist}",
+        ["-e", str(ROOT / "shared"), "-e", target],
+        stamp_files=(folder / "pyproject.toml", ROOT / "shared" / "pyproject.toml"),
+    )
+
+
+def core_venv(session: nox.Session, kind: str) -> Path:
+    return make_venv(
+        session,
+        f"{kind}-{CORE}",
+        ["-e", f"{ROOT / 'shared'}[test]"],
+        stamp_files=(ROOT / "shared" / "pyproject.toml",),
+    )
+
+
+def dev_tools(session: nox.Session, *names: str) -> Path:
+    """A venv with the named dev tools at the versions of the root ``[dependency-groups] dev``."""
+    group = _pyproject(ROOT)["dependency-groups"]["dev"]
+    wanted = [spec for spec in group if spec.split(">")[0].split("=")[0].strip() in names]
+    return make_venv(session, "dev-" + "-".join(names), wanted)
+
+
+def ensure_debian(session: nox.Session, packages: list[str]) -> None:
+    """Install the Debian packages a library's real input needs (as root), else say how."""
+    missing = [
+        p
+        for p in packages
+        if subprocess.run(["dpkg", "-s", p], capture_output=True, check=False).returncode != 0
+    ]
+    if not missing:
+        return
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        session.run("apt-get", "update", "-qq", external=True)
+        session.run("apt-get", "install", "-y", "-qq", *missing, external=True)
+    else:
+        session.error(f"missing Debian packages; run: sudo apt-get install -y {' '.join(missing)}")
+
+
+def report_timings(session: nox.Session, title: str, timings: dict[str, float]) -> None:
+    lines = [f"{title}:", *(f"  {name:<24} {seconds:8.1f} s" for name, seconds in timings.items())]
+    session.log("\n".join(lines))
+
+
+# ----------------------------------------------------------------------------- sessions
+@nox.session
+def tests(session: nox.Session) -> None:
+    """pytest for the core, the tools and each library, each in its own venv (timed)."""
+    libs, pytest_args = select(
+        session, {CORE: ROOT / "shared", "tools": ROOT / "tools", **libraries()}
+    )
+    timings, failed = {}, []
+    for dist, folder in libs.items():
+        if dist == CORE:
+            venv = core_venv(session, "tests")
+        elif dist == "tools":
+            venv = dev_tools(session, "pytest", "ruff")
+        else:
+            ensure_debian(session, card(folder).get("debian", []))
+            venv = library_venv(session, "tests", dist, folder, ["test"])
+        start = time.perf_counter()
+        try:
+            session.run(
+                _bin(venv, "python"), "-m", "pytest", str(folder / "tests"), *pytest_args,
+                external=True, env={"MPLBACKEND": "Agg"},
+            )  # fmt: skip
+        except CommandFailed:
+            failed.append(dist)
+        timings[dist] = time.perf_counter() - start
+    report_timings(session, "test time per library", timings)
+    if failed:
+        session.error(f"tests failed for: {', '.join(failed)}")
+
+
+@nox.session
+def reproduce(session: nox.Session) -> None:
+    """Each finished library's main job on real input; then one summary table."""
+    done = {d: f for d, f in libraries().items() if card(f).get("status") == "done"}
+    libs, extra_args = select(session, done)
+    timings, venv = {}, None
+    for dist, folder in libs.items():
+        ensure_debian(session, card(folder).get("debian", []))
+        venv = library_venv(session, "reproduce", dist, folder, ["reproduce"])
+        start = time.perf_counter()
+        session.run(
+            _bin(venv, dist), "reproduce", "--out", str(REPORTS), *extra_args,
+            external=True, env={"MPLBACKEND": "Agg"},
+        )  # fmt: skip
+        timings[dist] = time.perf_counter() - start
+    if venv is None:
+        session.error("no finished library to reproduce")
+    report_timings(session, "reproduce time per library", timings)
+    session.run(_bin(venv, "python"), "-m", "icml25_core", str(REPORTS), external=True)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff, the import-declaration check and the README table check."""
+    venv = dev_tools(session, "pytest", "ruff")
+    session.run(_bin(venv, "ruff"), "check", str(ROOT), external=True)
+    session.run(_bin(venv, "ruff"), "format", "--check", str(ROOT), external=True)
+    session.run(_bin(venv, "python"), str(ROOT / "tools" / "check_imports.py"), external=True)
+    session.run(
+        _bin(venv, "python"), str(ROOT / "tools" / "readme_table.py"), "--check", external=True
+    )
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """hatch builds sdist + wheel; each wheel is installed alone in a fresh venv and imported."""
+    libs, _ = select(session, {CORE: ROOT / "shared", **libraries()})
+    hatch = dev_tools(session, "hatch")
+    core_dist = DIST / CORE
+    for dist, folder in {CORE: ROOT / "shared", **libs}.items():
+        out = DIST / dist
+        shutil.rmtree(out, ignore_errors=True)
+        with session.chdir(folder):
+            session.run(
+                _bin(hatch, "hatch"), "build", "-t", "sdist", "-t", "wheel", str(out), external=True
+            )
+        if dist == CORE and CORE not in libs:
+            continue  # built only as the libraries' dependency
+        wheel = next(out.glob("*.whl"))
+        venv = make_venv(
+            session, f"build-{dist}", ["--find-links", str(core_dist), str(wheel)], fresh=True
+        )
+        session.run(
+            _bin(venv, "python"), "-c",
+            f"import {import_name(dist)} as m; print(m.__name__, m.__version__)", external=True,
+        )  # fmt: skip
+        if dist != CORE:
+            session.run(_bin(venv, dist), "--help", external=True)
+    session.log(f"sdists and wheels in {DIST}")
+
+
+@nox.session
+def kernels(session: nox.Session) -> None:
+    """Build each native kernel package under kernels/ and run its tests (compile-only on CPU)."""
+    pool = kernel_packages()
+    if not pool:
+        session.log("no native kernel packages under kernels/ yet: nothing to build")
+        return
+    selected, pytest_args = select(session, pool)
+    for name, folder in selected.items():
+        venv = make_venv(
+            session,
+            f"kernels-{name}",
+            [f"{folder}[test]"],
+            stamp_files=(folder / "pyproject.toml",),
+        )
+        session.run(
+            _bin(venv, "python"), "-m", "pytest", str(folder / "tests"), *pytest_args, external=True
+        )
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Run each library's benchmarks/bench_*.py (one process each) and print their tables."""
+    libs, bench_args = select(session, libraries())
+    for dist, folder in libs.items():
+        scripts = sorted((folder / "benchmarks").glob("bench_*.py"))
+        if not scripts:
+            session.log(f"{dist}: no benchmarks")
+            continue
+        venv = library_venv(session, "bench", dist, folder, ["bench", "test"])
+        for script in scripts:
+            session.run(_bin(venv, "python"), str(script), *bench_args, external=True)

@@ -1,0 +1,588 @@
+"""PermuCATE and LOCO: cross-fitted variable importance for the CATE, with p-values.
+
+Both estimators share the cross-fitting scheme of the official ``importance.cross_val_vim``
+(StratifiedKFold on ``T``, shuffled): on each train part they fit the CATE learner ``τ̂`` and the
+risk nuisances; on the test part they compare the per-sample risk of a perturbed prediction with
+that of ``τ̂(X)``. Nuisances, pseudo-outcomes, ``Y`` and ``T`` always stay at the original ``X``.
+
+- :class:`PermuCATE` perturbs the input of the *same* fitted ``τ̂`` with conditional
+  permutations (no refit per feature): ``ψ̂_j^(k) = ½ · mean_{i ∈ test, p ≤ P}
+  [ℓ_i(τ̂(X̃^(j,p))) − ℓ_i(τ̂(X))]``.
+- :class:`LOCO` refits without the feature: ``ψ̂_j^(k) = mean_i [ℓ_i(τ̂_−j(X_−j)) − ℓ_i(τ̂(X))]``.
+
+The estimand (Hines et al. 2022) is ``ψ_j = E[(τ(X) − E[τ(X) | X_−j])²]``; the ``½`` makes the
+conditional-permutation estimate unbiased for it (with an oracle ``τ̂`` and an independent
+residual copy, ``E[(τ(X̃) − τ(X))²] = 2ψ_j``).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, clone
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import check_is_fitted
+
+from icml25_core import check_choice, check_scalar, spawn_seeds
+
+from ._validation import check_binary_treatment, check_design
+from .inference import corrected_ttest
+from .learners import CateModel, as_cate, dr_learner
+from .nuisance import RiskNuisances, dr_pseudo_outcome
+from .risks import RISKS, dr_risk, r_risk, tau_risk
+from .sampling import ConditionalSampler
+
+__all__ = ["LOCO", "PermuCATE"]
+
+#: Largest perturbed design (elements) sent to ``effect`` in one call; bigger ones are chunked.
+MAX_BATCH_ELEMENTS = 2**24
+
+
+@dataclass
+class _Fold:
+    """What one cross-fitting fold hands to its (fold, feature) importance units."""
+
+    test: np.ndarray
+    X_test: np.ndarray
+    targets: dict
+    model: CateModel
+    nuisances: RiskNuisances | None
+    base_loss: np.ndarray = None
+    vte: float = np.nan
+    extra: dict = field(default_factory=dict)
+
+
+def _risk(risk, tau_hat, targets):
+    if risk == "dr":
+        return dr_risk(tau_hat, targets["pseudo"])
+    if risk == "r":
+        return r_risk(tau_hat, targets["y"], targets["t"], targets["m"], targets["pi"])
+    return tau_risk(tau_hat, targets["tau"])
+
+
+def _as_matrix(X):
+    """``X`` as float64 ndarray plus its column names (DataFrame columns, else ``x0, x1, ...``)."""
+    if isinstance(X, pd.DataFrame):
+        names = [str(c) for c in X.columns]
+        if len(set(names)) != len(names):
+            raise ValueError("`X` has duplicate column names")
+        X = X.to_numpy()
+    else:
+        names = None
+    X = check_design(X, "X")
+    return X, names or [f"x{j}" for j in range(X.shape[1])]
+
+
+class _CrossFitImportance(BaseEstimator):
+    """Shared machinery: validation, folds, nuisances, inference and reporting."""
+
+    _scale = 1.0
+
+    def __init__(
+        self,
+        learner=None,
+        *,
+        risk="dr",
+        cv=5,
+        outcome_model=None,
+        propensity_model=None,
+        groups=None,
+        features=None,
+        alpha=0.05,
+        n_jobs=1,
+        random_state=None,
+    ):
+        self.learner = learner
+        self.risk = risk
+        self.cv = cv
+        self.outcome_model = outcome_model
+        self.propensity_model = propensity_model
+        self.groups = groups
+        self.features = features
+        self.alpha = alpha
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # ----------------------------------------------------------------------------------- fit
+    def fit(self, X, T, Y, tau=None):
+        """Cross-fit the learner and nuisances, then score every feature (or group).
+
+        Parameters
+        ----------
+        X : ndarray or DataFrame of shape (n, d), float
+            Covariates; DataFrame column names become feature names.
+        T : array-like of shape (n,), {0, 1}
+            Binary treatment.
+        Y : array-like of shape (n,), float
+            Outcome.
+        tau : array-like of shape (n,), float, default=None
+            True CATE, required by ``risk="tau"`` (simulations, semi-synthetic data).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Non-binary ``T``, mismatched lengths, NaN/inf, an arm with fewer than ``cv`` units,
+            ``cv < 2``, unknown ``risk``, ``risk="tau"`` without ``tau``, unknown or overlapping
+            ``features`` / ``groups``, or an out-of-range parameter.
+        TypeError
+            A ``learner`` with neither ``effect`` nor ``predict`` that is not callable.
+        """
+        self._check_params()
+        X, names = _as_matrix(X)
+        n = X.shape[0]
+        T = check_binary_treatment(T, n=n, min_per_arm=self.cv)
+        Y = check_design(Y, "Y", ndim=1, n=n)
+        if self.risk == "tau" and tau is None:
+            raise ValueError(
+                '`tau` is required when risk="tau" (the oracle risk needs the true CATE)'
+            )
+        tau = None if tau is None else check_design(tau, "tau", ndim=1, n=n)
+        unit_names, units = self._resolve_units(names)
+        seeds = spawn_seeds(self.random_state, 2 + self.cv * len(units))
+        split_seed, learner_seed = (int(s.generate_state(1)[0]) for s in seeds[:2])
+        learner = as_cate(
+            dr_learner(random_state=learner_seed) if self.learner is None else self.learner
+        )
+        self._check_learner(learner)
+        folds = list(
+            StratifiedKFold(n_splits=self.cv, shuffle=True, random_state=split_seed).split(X, T)
+        )
+        parallel = Parallel(n_jobs=self.n_jobs)
+        states = parallel(
+            delayed(self._fit_fold)(learner.clone(), X, T, Y, tau, train, test, units, seeds[1])
+            for train, test in folds
+        )
+        jobs = [(k, g) for k in range(self.cv) for g in range(len(units))]
+        per_unit = parallel(
+            delayed(self._unit_importance)(states[k], g, units[g], seeds[2 + k * len(units) + g])
+            for k, g in jobs
+        )
+        self.per_sample_ = np.empty((len(units), n))
+        self.importances_folds_ = np.empty((len(units), self.cv))
+        for (k, g), values in zip(jobs, per_unit, strict=True):
+            self.per_sample_[g, states[k].test] = values
+            self.importances_folds_[g, k] = values.mean()
+        self.importances_ = self.importances_folds_.mean(axis=1)
+        self.variance_tau_ = float(np.mean([s.vte for s in states]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.importances_normalized_ = self.importances_ / self.variance_tau_
+        self.pvalues_, self.conf_int_, self.std_err_ = corrected_ttest(
+            self.importances_folds_, self.alpha
+        )
+        self.feature_names_in_ = np.asarray(names, dtype=object)
+        self.importance_names_ = np.asarray(unit_names, dtype=object)
+        self.groups_ = units
+        self.folds_ = folds
+        self.learners_ = [s.model.estimator for s in states]
+        self.nuisances_ = [s.nuisances for s in states]
+        self._store_fold_extras(states)
+        return self
+
+    def _fit_fold(self, learner, X, T, Y, tau, train, test, units, seed):
+        X_te, T_te, Y_te = X[test], T[test], Y[test]
+        extra = {}
+        model = self._fit_model(learner, X[train], T[train], Y[train], units, seed, extra)
+        tau_hat = model.effect(X_te)
+        nuisances, pseudo = None, None
+        if self.risk != "tau":
+            nuisances = self._nuisances().fit(X[train], T[train], Y[train])
+            predicted = nuisances.predict(X_te)
+            pseudo = dr_pseudo_outcome(predicted, T_te, Y_te)
+            targets = {
+                "pseudo": pseudo,
+                "y": Y_te,
+                "t": T_te,
+                "m": predicted["m"],
+                "pi": predicted["pi"],
+            }
+            # One-step (influence-function) estimate of Var(τ(X)) on the test part
+            # (Levy et al. 2021; Hines et al. 2022, Sec. 4): mean(2τ̂φ − τ̂²) − mean(φ)².
+            vte = np.mean(2 * tau_hat * pseudo - tau_hat**2) - np.mean(pseudo) ** 2
+        else:
+            targets = {"tau": tau[test]}
+            vte = np.var(tau[test])
+        state = _Fold(
+            test, X_te, targets, model, nuisances, _risk(self.risk, tau_hat, targets), vte, extra
+        )
+        return state
+
+    def _unit_importance(self, state, g, group, seed):
+        tau_perturbed = self._perturbed_effects(state, g, group, np.random.default_rng(seed))
+        diff = _risk(self.risk, tau_perturbed, state.targets) - state.base_loss
+        return self._scale * diff.mean(axis=0)
+
+    def _nuisances(self):
+        return RiskNuisances(self.outcome_model, self.propensity_model)  # clones in fit
+
+    # ---------------------------------------------------------------------------- checks
+    def _check_params(self):
+        check_choice(self.risk, "risk", RISKS)
+        check_scalar(self.cv, "cv", kind=int, low=2)
+        check_scalar(self.alpha, "alpha", kind=float, low=0, high=1, inclusive="neither")
+        if not (self.n_jobs is None or (isinstance(self.n_jobs, int) and self.n_jobs != 0)):
+            raise ValueError(f"`n_jobs` must be None or a non-zero integer, got {self.n_jobs!r}")
+
+    def _check_learner(self, learner):
+        """Hook for estimator-specific learner requirements."""
+
+    def _store_fold_extras(self, states):
+        """Hook to keep estimator-specific fitted objects of each fold."""
+
+    def _resolve_units(self, names):
+        index = {name: j for j, name in enumerate(names)}
+
+        def position(col, arg):
+            if isinstance(col, int | np.integer) and not isinstance(col, bool):
+                if 0 <= col < len(names):
+                    return int(col)
+            elif col in index:
+                return index[col]
+            raise ValueError(f"`{arg}` names an unknown feature {col!r}; known: {names}")
+
+        if self.groups is not None and self.features is not None:
+            raise ValueError("pass either `features` or `groups`, not both")
+        if self.groups is not None:
+            items = (
+                self.groups.items()
+                if isinstance(self.groups, dict)
+                else ((None, g) for g in self.groups)
+            )
+            unit_names, units = [], []
+            for key, members in items:
+                members = [members] if isinstance(members, str | int) else list(members)
+                if not members:
+                    raise ValueError("`groups` contains an empty group")
+                idx = np.array([position(c, "groups") for c in members], dtype=np.intp)
+                units.append(idx)
+                unit_names.append(str(key) if key is not None else "+".join(names[j] for j in idx))
+            flat = np.concatenate(units)
+            if np.unique(flat).size != flat.size:
+                raise ValueError("`groups` overlap: a feature belongs to more than one group")
+            if not units:
+                raise ValueError("`groups` is empty")
+            return unit_names, units
+        if self.features is not None:
+            cols = [self.features] if isinstance(self.features, str | int) else list(self.features)
+            if not cols:
+                raise ValueError("`features` is empty")
+            idx = [position(c, "features") for c in cols]
+            if len(set(idx)) != len(idx):
+                raise ValueError("`features` lists a feature twice")
+            return [names[j] for j in idx], [np.array([j]) for j in idx]
+        return list(names), [np.array([j]) for j in range(len(names))]
+
+    # ------------------------------------------------------------------------- reporting
+    def summary(self):
+        """One row per feature or group.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index: feature / group names. Columns: ``importance``, ``importance_normalized``
+            (divided by the estimated ``Var(τ(X))``), ``std_err``, ``ci_low``, ``ci_high``,
+            ``pvalue`` and ``significant`` (``pvalue < alpha``).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
+        check_is_fitted(self, "importances_")
+        return pd.DataFrame(
+            {
+                "importance": self.importances_,
+                "importance_normalized": self.importances_normalized_,
+                "std_err": self.std_err_,
+                "ci_low": self.conf_int_[:, 0],
+                "ci_high": self.conf_int_[:, 1],
+                "pvalue": self.pvalues_,
+                "significant": self.pvalues_ < self.alpha,
+            },
+            index=pd.Index(self.importance_names_, name="feature"),
+        )
+
+    def plot(self, ax=None):
+        """Horizontal bars of the importances with their ``1 − alpha`` intervals.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Drawn into a new figure when ``None``.
+
+        Returns
+        -------
+        matplotlib Axes
+
+        Raises
+        ------
+        ImportError
+            Without matplotlib (``pip install permucate[plot]``).
+        """
+        from .plotting import plot_importances
+
+        table = self.summary()
+        return plot_importances(table, ax=ax, title=type(self).__name__, alpha=self.alpha)
+
+
+class PermuCATE(_CrossFitImportance):
+    """Conditional permutation importance of each covariate for the CATE, with p-values.
+
+    Parameters
+    ----------
+    learner : CATE learner or callable, default=None
+        econml / causalml estimator, an object with ``fit(X, T, Y)`` and ``effect(X)``, or a
+        fixed callable ``τ̂(X)`` (see :func:`~permucate.as_cate`); cloned per fold. ``None``:
+        :func:`~permucate.dr_learner` (RidgeCV / LogisticRegressionCV nuisances, RidgeCV final,
+        inner cv=5) — the official ``config.yaml`` setting.
+    risk : {"dr", "r", "tau"}, default="dr"
+        Per-sample CATE risk (:mod:`permucate.risks`); ``"dr"`` is the paper's simulation risk.
+    n_permutations : int >= 1, default=50
+        Conditional permutations ``P`` per feature and fold (official ``n_perm=50``).
+    cv : int >= 2, default=5
+        Outer cross-fitting folds ``K`` (official ``n_splits_simul=5``).
+    outcome_model, propensity_model : sklearn estimators, default=None
+        Risk nuisances (:class:`~permucate.RiskNuisances`), fitted on each whole train part.
+    sampler : sampler, default=None
+        Object with ``fit(X, groups)`` and ``sample(X, group, n_samples, rng) -> (P, n, |g|)``;
+        ``None``: :class:`~permucate.ConditionalSampler` with ``feature_types``.
+    feature_types : "auto" or list of {"continuous", "categorical"}, default="auto"
+        Column types for the default sampler (binary / categorical columns are drawn from
+        ``predict_proba``).
+    groups : dict of name -> columns, or list of lists, default=None
+        Feature groups permuted jointly; one importance per group.
+    features : list of names or indices, default=None
+        Subset of features to score (all when ``None``).
+    alpha : float in (0, 1), default=0.05
+        Level of the confidence intervals and of ``significant`` in :meth:`summary`.
+    n_jobs : int or None, default=1
+        joblib workers over folds and (fold, feature) units; results do not depend on it.
+    random_state : int, SeedSequence or None, default=None
+
+    Attributes
+    ----------
+    importances_ : ndarray of shape (G,)
+        ``ψ̂_j``, the mean of the fold values (G = number of features or groups).
+    importances_normalized_ : ndarray of shape (G,)
+        ``ψ̂_j / Var̂(τ(X))`` (Hines et al. 2022's ``Θ_s``); whether the paper normalises is
+        unverified, so both are given.
+    importances_folds_ : ndarray of shape (G, K)
+    per_sample_ : ndarray of shape (G, n)
+        Per-sample contributions on each sample's test fold.
+    pvalues_ : ndarray of shape (G,)
+        One-sided Nadeau–Bengio corrected t-test of ``ψ_j > 0``.
+    conf_int_ : ndarray of shape (G, 2)
+    std_err_ : ndarray of shape (G,)
+    variance_tau_ : float
+        Estimated ``Var(τ(X))`` (one-step DR estimate; the true one for ``risk="tau"``).
+    feature_names_in_ : ndarray of str, shape (d,)
+    importance_names_ : ndarray of str, shape (G,)
+    learners_, nuisances_, samplers_ : lists of the K fitted learners, risk nuisances, samplers
+    folds_ : list of K (train, test) index pairs
+
+    Notes
+    -----
+    Source: Paillard et al. (2025), "Measuring Variable Importance in Heterogeneous Treatment
+    Effects with Confidence", Sec. 3 (Algorithm 1) and the official ``importance.cross_val_vim``
+    with ``method="permucate"``; the ``½`` is applied in the official experiment script
+    (``vi_arr /= 2``) and here inside the library. Conditional sampling: Chamma et al. (2023).
+
+    Examples
+    --------
+    >>> from permucate import PermuCATE, datasets
+    >>> data = datasets.hines(n=400, random_state=0)
+    >>> est = PermuCATE(n_permutations=10, random_state=0).fit(data.X, data.T, data.Y)
+    >>> est.summary().shape
+    (6, 7)
+    """
+
+    _scale = 0.5
+
+    def __init__(
+        self,
+        learner=None,
+        *,
+        risk="dr",
+        n_permutations=50,
+        cv=5,
+        outcome_model=None,
+        propensity_model=None,
+        sampler=None,
+        feature_types="auto",
+        groups=None,
+        features=None,
+        alpha=0.05,
+        n_jobs=1,
+        random_state=None,
+    ):
+        super().__init__(
+            learner,
+            risk=risk,
+            cv=cv,
+            outcome_model=outcome_model,
+            propensity_model=propensity_model,
+            groups=groups,
+            features=features,
+            alpha=alpha,
+            n_jobs=n_jobs,
+            random_state=random_state,
+        )
+        self.n_permutations = n_permutations
+        self.sampler = sampler
+        self.feature_types = feature_types
+
+    def _check_params(self):
+        super()._check_params()
+        check_scalar(self.n_permutations, "n_permutations", kind=int, low=1)
+        if self.sampler is not None and not (
+            hasattr(self.sampler, "fit") and hasattr(self.sampler, "sample")
+        ):
+            raise TypeError(
+                "`sampler` must have fit(X, groups) and sample(X, group, n_samples, rng)"
+            )
+
+    def _fit_model(self, learner, X, T, Y, units, seed, extra):
+        sampler = (
+            ConditionalSampler(feature_types=self.feature_types)
+            if self.sampler is None
+            else copy.deepcopy(self.sampler)
+        )
+        extra["sampler"] = sampler.fit(X, units)
+        return learner.fit(X, T, Y)
+
+    def _store_fold_extras(self, states):
+        self.samplers_ = [s.extra["sampler"] for s in states]
+
+    def _perturbed_effects(self, state, g, group, rng):
+        X_te = state.X_test
+        n, d = X_te.shape
+        draws = state.extra["sampler"].sample(X_te, g, self.n_permutations, rng)
+        per_call = max(1, MAX_BATCH_ELEMENTS // (n * d))
+        effects = []
+        for start in range(0, self.n_permutations, per_call):
+            chunk = draws[start : start + per_call]
+            X_perm = np.repeat(X_te[None], len(chunk), axis=0)
+            X_perm[:, :, group] = chunk
+            effects.append(state.model.effect(X_perm.reshape(-1, d)).reshape(len(chunk), n))
+        return np.concatenate(effects)
+
+
+class LOCO(_CrossFitImportance):
+    """Leave-one-covariate-out importance of each covariate for the CATE (the paper's baseline).
+
+    Parameters
+    ----------
+    learner : CATE learner, default=None
+        As in :class:`PermuCATE`; ``None`` is :func:`~permucate.dr_learner`.
+    mode : {"full", "final"}, default="full"
+        ``"full"`` refits the whole learner on ``X_−j`` in each fold (the paper, CateNet /
+        CausalForest). ``"final"`` (Hines et al. 2022) regresses the train part's cross-fitted DR
+        pseudo-outcomes on ``X`` (reference) and on ``X_−j`` (reduced) with clones of the final
+        model; the official code uses in-sample pseudo-outcomes there, which biases null
+        features negative.
+    final_model : sklearn regressor, default=None
+        Final model of ``mode="final"``; ``None`` takes the learner's ``model_final``.
+    risk, cv, outcome_model, propensity_model, groups, features, alpha, n_jobs, random_state
+        As in :class:`PermuCATE`.
+
+    Attributes
+    ----------
+    Same as :class:`PermuCATE` (without ``samplers_``); no ``½`` factor is applied.
+
+    Notes
+    -----
+    Source: Paillard et al. (2025) Sec. 2 (LOCO baseline); official
+    ``importance.joblib_compute_loco_one``; Hines et al. (2022) for ``mode="final"``. LOCO carries
+    the noise of a second fit; PermuCATE reuses ``τ̂`` — hence its lower variance.
+    """
+
+    def __init__(
+        self,
+        learner=None,
+        *,
+        mode="full",
+        final_model=None,
+        risk="dr",
+        cv=5,
+        outcome_model=None,
+        propensity_model=None,
+        groups=None,
+        features=None,
+        alpha=0.05,
+        n_jobs=1,
+        random_state=None,
+    ):
+        super().__init__(
+            learner,
+            risk=risk,
+            cv=cv,
+            outcome_model=outcome_model,
+            propensity_model=propensity_model,
+            groups=groups,
+            features=features,
+            alpha=alpha,
+            n_jobs=n_jobs,
+            random_state=random_state,
+        )
+        self.mode = mode
+        self.final_model = final_model
+
+    def _check_params(self):
+        super()._check_params()
+        check_choice(self.mode, "mode", ("full", "final"))
+
+    def _check_learner(self, learner):
+        if self.mode == "full" and learner.kind == "fixed":
+            raise ValueError(
+                'LOCO(mode="full") refits the learner without each feature: `learner` must be '
+                "a fittable estimator, not a fixed callable"
+            )
+        if self.mode == "final" and self.final_model is None and learner.final_model is None:
+            raise ValueError(
+                'LOCO(mode="final") needs `final_model` or a learner with a `model_final`'
+            )
+
+    def _resolve_units(self, names):
+        unit_names, units = super()._resolve_units(names)
+        if any(g.size == len(names) for g in units):
+            raise ValueError("LOCO needs at least one feature left after removing a group")
+        return unit_names, units
+
+    def _fit_model(self, learner, X, T, Y, units, seed, extra):
+        if self.mode == "full":
+            extra["train"] = (X, T, Y)
+            extra["template"] = learner.clone()
+            return learner.fit(X, T, Y)
+        final = self.final_model if self.final_model is not None else learner.final_model
+        phi = self._cross_fitted_pseudo_outcomes(X, T, Y, seed)
+        extra["train"] = (X, phi)
+        extra["template"] = final
+        return CateModel(clone(final).fit(X, phi), "regressor")
+
+    def _cross_fitted_pseudo_outcomes(self, X, T, Y, seed):
+        """DR pseudo-outcomes on the train part, each from nuisances fitted without it."""
+        phi = np.empty(len(Y))
+        inner = StratifiedKFold(
+            n_splits=self.cv, shuffle=True, random_state=int(seed.generate_state(1)[0])
+        )
+        for train, test in inner.split(X, T):
+            nuisances = self._nuisances().fit(X[train], T[train], Y[train])
+            phi[test] = nuisances.pseudo_outcome(X[test], T[test], Y[test])
+        return phi
+
+    def _perturbed_effects(self, state, g, group, rng):
+        keep = np.setdiff1d(np.arange(state.X_test.shape[1]), group)
+        if self.mode == "full":
+            X, T, Y = state.extra["train"]
+            reduced = state.extra["template"].clone().fit(X[:, keep], T, Y)
+        else:
+            X, phi = state.extra["train"]
+            reduced = CateModel(clone(state.extra["template"]).fit(X[:, keep], phi), "regressor")
+        return reduced.effect(state.X_test[:, keep])[None]

@@ -1,0 +1,106 @@
+"""Resumable long runs: an append-only JSON-lines store of finished work units.
+
+A reproduce or benchmark loop asks the store whether a unit (a seed, a setting) is done, computes
+it only if not, and appends its result at once; a run killed mid-way loses at most the unit in
+flight, and rerunning it redoes nothing that finished.
+"""
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ResultStore"]
+
+
+def _plain(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot store a {type(value).__name__} in a ResultStore (JSON only)")
+
+
+class ResultStore:
+    """Finished work units of one run, kept in a JSON-lines file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file; created with its parent folders when missing.
+    config : dict, default=None
+        Settings the stored results depend on (sizes, seeds, model names). Written as the first
+        line of a new file; reopening the file with a different ``config`` raises, so results of
+        another setting are never mixed in.
+
+    Raises
+    ------
+    ValueError
+        If the file was written with a different ``config``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.jsonl"
+    >>> store = ResultStore(path, config={"n": 800})
+    >>> store.put("seed-0", {"power": 0.9})
+    >>> ResultStore(path, config={"n": 800}).get("seed-0")
+    {'power': 0.9}
+    """
+
+    def __init__(self, path, *, config: dict | None = None):
+        self.path = Path(path)
+        self.config = json.loads(json.dumps(config or {}, default=_plain))
+        self._results: dict[str, Any] = {}
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._load()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._append({"config": self.config})
+
+    def _load(self):
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        header = json.loads(lines[0])
+        if header.get("config") != self.config:
+            raise ValueError(
+                f"{self.path} holds results of another configuration ({header.get('config')}); "
+                "delete it or choose another path to start over"
+            )
+        for line in lines[1:]:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # the line being written when the run was killed
+                continue
+            self._results[record["key"]] = record["value"]
+
+    def _append(self, record):
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=_plain) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._results
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def get(self, key: str, default=None):
+        """The stored value of ``key`` (JSON types: arrays come back as lists), else ``default``."""
+        return self._results.get(key, default)
+
+    def put(self, key: str, value) -> None:
+        """Store ``value`` under ``key`` (JSON-serialisable; numpy arrays and scalars converted).
+
+        Raises
+        ------
+        TypeError
+            If ``key`` is not a string or ``value`` is not JSON-serialisable.
+        """
+        if not isinstance(key, str):
+            raise TypeError(f"`key` must be a str, got {type(key).__name__}")
+        plain = json.loads(json.dumps(value, default=_plain))
+        self._append({"key": key, "value": plain})
+        self._results[key] = plain

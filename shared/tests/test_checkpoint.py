@@ -1,0 +1,53 @@
+import json
+
+import numpy as np
+import pytest
+
+from icml25_core import ResultStore
+
+
+def test_put_then_reopen_resumes_results(tmp_path):
+    path = tmp_path / "sub" / "run.jsonl"
+    store = ResultStore(path, config={"n": 3})
+    store.put("a", {"x": np.arange(3), "y": np.float64(0.5)})
+    reopened = ResultStore(path, config={"n": 3})
+    assert "a" in reopened
+    assert len(reopened) == 1
+    assert reopened.get("a") == {"x": [0, 1, 2], "y": 0.5}
+    assert reopened.get("b", "missing") == "missing"
+
+
+def test_truncated_last_line_is_ignored_after_a_kill(tmp_path):
+    path = tmp_path / "run.jsonl"
+    store = ResultStore(path)
+    store.put("done", 1)
+    with path.open("a") as fh:
+        fh.write('{"key": "half", "val')  # killed mid-write
+    reopened = ResultStore(path)
+    assert ("done" in reopened, "half" in reopened) == (True, False)
+
+
+def test_other_config_is_refused(tmp_path):
+    path = tmp_path / "run.jsonl"
+    ResultStore(path, config={"n": 1}).put("a", 1)
+    with pytest.raises(ValueError, match="another configuration"):
+        ResultStore(path, config={"n": 2})
+
+
+def test_first_line_is_the_config(tmp_path):
+    path = tmp_path / "run.jsonl"
+    ResultStore(path, config={"seeds": [0, 1]})
+    assert json.loads(path.read_text().splitlines()[0]) == {"config": {"seeds": [0, 1]}}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "error", "match"),
+    [
+        (1, 0, TypeError, "`key` must be a str"),
+        ("k", object(), TypeError, "not JSON serializable|cannot store"),
+        ("k", {1j}, TypeError, "cannot store|not JSON serializable"),
+    ],
+)
+def test_put_rejects_bad_input(tmp_path, key, value, error, match):
+    with pytest.raises(error, match=match):
+        ResultStore(tmp_path / "run.jsonl").put(key, value)
