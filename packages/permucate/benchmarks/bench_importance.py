@@ -74,7 +74,7 @@ def ours(learner, X_train, X_test, phi):
     sampler = ConditionalSampler(RidgeCV(alphas=ALPHAS), feature_types="continuous")
     model = as_cate(learner)
     base = dr_risk(model.effect(X_test), phi)
-    state = _Fold(None, X_test, {"pseudo": phi}, model, None, base, extra={})
+    state = _Fold(None, X_test, {"pseudo": phi}, model, None, base, vte=np.nan)
     state.extra["sampler"] = sampler.fit(X_train, groups)
     seeds = np.random.SeedSequence(0).spawn(len(groups))
     return [est._unit_importance(state, g, groups[g], seeds[g]).mean() for g in range(len(groups))]

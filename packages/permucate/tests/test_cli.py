@@ -29,6 +29,40 @@ def test_console_script_is_installed():
     assert "--treatment" in done.stdout
 
 
+def test_empty_csv_is_reported(tmp_path):
+    csv = tmp_path / "empty.csv"
+    csv.write_text("x,t,y\n")
+    with pytest.raises(SystemExit, match="has no rows"):
+        main(
+            [
+                "run",
+                str(csv),
+                "--treatment",
+                "t",
+                "--outcome",
+                "y",
+                "--out",
+                str(tmp_path / "o.csv"),
+            ]
+        )
+
+
+def test_cli_and_python_defaults_agree(tmp_path):
+    """`--learner dr-linear --seed 0` is PermuCATE(random_state=0) with its default learner."""
+    from permucate import PermuCATE
+
+    data = datasets.hines(300, random_state=1)
+    frame = data.X.assign(treated=data.T, outcome=data.Y)
+    csv = tmp_path / "trial.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "imp.json"
+    main(["run", str(csv), "--treatment", "treated", "--outcome", "outcome",
+          "--n-permutations", "3", "--seed", "0", "--out", str(out)])  # fmt: skip
+    cli = pd.read_json(out, orient="index")
+    api = PermuCATE(n_permutations=3, random_state=0).fit(data.X, data.T, data.Y).summary()
+    np.testing.assert_allclose(cli.importance.to_numpy(), api.importance.to_numpy(), rtol=1e-10)
+
+
 def test_run_writes_the_importance_table(tmp_path, capsys):
     data = datasets.hines(300, random_state=0)
     frame = data.X.assign(treated=data.T, outcome=data.Y)
@@ -49,9 +83,14 @@ def test_run_writes_the_importance_table(tmp_path, capsys):
         (["--treatment", "nope", "--outcome", "y"], "columns \\['nope'\\] not in"),
         (["--treatment", "t", "--outcome", "y", "--covariates", "name"], "must be numeric"),
         (["--treatment", "y", "--outcome", "t", "--covariates", "x"], "`T` must be binary"),
+        (["--treatment", "t", "--outcome", "t"], "name the same column"),
+        (["--treatment", "t", "--outcome", "y", "--covariates", "t", "x"], "must not include"),
+        (["--treatment", "t", "--outcome", "y", "--out", "/no/such/dir/i.csv"], "does not exist"),
+        (["--treatment", "t", "--outcome", "y", "--out", "imp.txt"], "must end in .csv or .json"),
     ],
 )
-def test_run_reports_bad_input_clearly(tmp_path, extra, match):
+def test_run_reports_bad_input_clearly(tmp_path, extra, match, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     csv = tmp_path / "d.csv"
     frame = pd.DataFrame({"x": np.arange(20.0), "name": ["a"] * 20, "t": [0, 1] * 10})
     frame.assign(y=np.arange(20.0)).to_csv(csv, index=False)

@@ -118,6 +118,7 @@ def test_each_nuisance_and_learner_call_sees_the_right_rows(linear_data):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:the estimate of Var")  # Var(τ) = 0 here: expected
 def test_null_features_are_rejected_at_the_nominal_rate():
     """Spec test 6: τ constant, 100 reps, K = 5 -> rejection <= .05 + 2 s.e. per feature."""
     rejections = []
@@ -229,6 +230,14 @@ class NoEffect:
         return self
 
 
+class WrongShapeSampler:
+    def fit(self, X, groups):
+        return self
+
+    def sample(self, X, group, n_samples, rng):
+        return np.zeros((n_samples, len(X)))  # missing the group axis
+
+
 @pytest.mark.parametrize(
     ("params", "fit_override", "error", "match"),
     [
@@ -250,6 +259,7 @@ class NoEffect:
         ({"learner": NoEffect()}, {}, TypeError, "`learner` must be"),
         ({"learner": 3.0}, {}, TypeError, "`learner` must be"),
         ({"sampler": object()}, {}, TypeError, "`sampler` must have"),
+        ({"sampler": WrongShapeSampler()}, {}, ValueError, "`sampler.sample` returned shape"),
     ],
 )
 def test_fit_rejects_bad_input(params, fit_override, error, match):

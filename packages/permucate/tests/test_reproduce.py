@@ -53,7 +53,8 @@ def test_interrupted_run_resumes_without_redoing_finished_units(tmp_path, fakes,
         reproduce.collect(TINY, tmp_path, n_jobs=1)
     done_before = len(fakes)
     monkeypatch.setattr(reproduce, "hines_unit", original)
-    results = reproduce.collect(TINY, tmp_path, n_jobs=1)
+    results, reused = reproduce.collect(TINY, tmp_path, n_jobs=1)
+    assert reused == 2
     redone = fakes[done_before:]
     assert ("hines", (800, 0)) not in redone
     assert ("hines", (800, 1)) not in redone
@@ -66,8 +67,8 @@ def test_interrupted_run_resumes_without_redoing_finished_units(tmp_path, fakes,
 
 
 def test_report_applies_the_written_thresholds(tmp_path, fakes):
-    results = reproduce.collect(TINY, tmp_path, n_jobs=1)
-    report = reproduce.build_report(results, TINY, runtime_s=1.0, figures=[])
+    results, _ = reproduce.collect(TINY, tmp_path, n_jobs=1)
+    report = reproduce.build_report(results, TINY, runtime_s=1.0, figures=[], reused=1)
     verdicts = [c.verdict.value for c in report.claims]
     # Fake p-values: every method rejects the signals -> no power gap: the power claim fails.
     # LOCO's spread is 4x PermuCATE's, nulls are never rejected, the bias is 0.1 and the AUCs
@@ -75,6 +76,7 @@ def test_report_applies_the_written_thresholds(tmp_path, fakes):
     assert verdicts == ["not reproduced at this scale"] + ["reproduced"] * 5
     md, js = report.write(tmp_path)
     assert "LOCO-full tau risk" in md.read_text()
+    assert "1 of 5 units were reused" in md.read_text()
     assert json.loads(js.read_text())["library"] == "permucate"
 
 

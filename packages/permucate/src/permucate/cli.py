@@ -9,13 +9,14 @@ LEARNERS = ("dr-linear", "dr-hgb", "causal-forest")
 
 
 def make_learner(name, random_state):
-    """The CLI's learner choices (econml estimators)."""
+    """The CLI's learner choices. ``dr-linear`` is ``None``: PermuCATE's default learner, seeded
+    from ``random_state`` exactly as ``PermuCATE(random_state=seed)`` in Python."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     from .learners import dr_learner
 
     if name == "dr-linear":
-        return dr_learner(random_state=random_state)
+        return None
     if name == "dr-hgb":
         hgb = HistGradientBoostingRegressor(random_state=random_state)
         return dr_learner(outcome_model=hgb, random_state=random_state)
@@ -24,11 +25,28 @@ def make_learner(name, random_state):
     return CausalForestDML(discrete_treatment=True, random_state=random_state)
 
 
+def _check_output(path, option, suffixes):
+    from pathlib import Path
+
+    path = Path(path)
+    if path.suffix.lower() not in suffixes:
+        raise SystemExit(f"permucate run: {option} must end in {' or '.join(suffixes)}: {path}")
+    if not path.parent.is_dir():
+        raise SystemExit(f"permucate run: {option}: folder {path.parent} does not exist")
+
+
 def run(args):
     import pandas as pd
 
     from .estimator import PermuCATE
 
+    _check_output(args.out, "--out", (".csv", ".json"))
+    if args.plot:
+        _check_output(args.plot, "--plot", (".png", ".pdf", ".svg"))
+    if args.treatment == args.outcome:
+        raise SystemExit("permucate run: --treatment and --outcome name the same column")
+    if {args.treatment, args.outcome} & set(args.covariates or []):
+        raise SystemExit("permucate run: --covariates must not include the treatment or outcome")
     try:
         frame = pd.read_csv(args.data)
     except (OSError, pd.errors.ParserError) as err:
@@ -38,6 +56,8 @@ def run(args):
     ]
     if missing:
         raise SystemExit(f"permucate run: columns {missing} not in {args.data} ({list(frame)})")
+    if frame.empty:
+        raise SystemExit(f"permucate run: {args.data} has no rows")
     covariates = args.covariates or [c for c in frame if c not in (args.treatment, args.outcome)]
     text = [c for c in covariates if not pd.api.types.is_numeric_dtype(frame[c])]
     if text:
@@ -56,7 +76,10 @@ def run(args):
         raise SystemExit(f"permucate run: {err}") from err
     table = est.summary()
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
-    table.to_csv(args.out)
+    if args.out.lower().endswith(".json"):
+        table.to_json(args.out, orient="index", indent=2, double_precision=15)
+    else:
+        table.to_csv(args.out)
     print(f"wrote {args.out}")
     if args.plot:
         est.plot().figure.savefig(args.plot, dpi=120, bbox_inches="tight")
@@ -81,8 +104,8 @@ def build_parser():
     r.add_argument("--cv", type=int, default=5, help="cross-fitting folds (default: 5)")
     r.add_argument("--n-jobs", type=int, default=1, help="default: 1")
     r.add_argument("--seed", type=int, default=0, help="default: 0")
-    r.add_argument("--out", default="importance.csv", help="default: importance.csv")
-    r.add_argument("--plot", help="also save a bar chart (PNG) here; needs permucate[plot]")
+    r.add_argument("--out", default="importance.csv", help=".csv or .json (importance.csv)")
+    r.add_argument("--plot", help="also save a bar chart (.png/.pdf/.svg); needs permucate[plot]")
     r.set_defaults(func=run)
     p = sub.add_parser("reproduce", help="the paper's claims on Hines DGP3 and IHDP")
     p.add_argument("--out", default="reports", help="report folder (default: reports)")

@@ -18,12 +18,13 @@ residual copy, ``E[(τ(X̃) − τ(X))²] = 2ψ_j``).
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator, clone, is_regressor
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
@@ -34,7 +35,7 @@ from .inference import corrected_ttest
 from .learners import CateModel, as_cate, dr_learner
 from .nuisance import RiskNuisances, dr_pseudo_outcome
 from .risks import RISKS, dr_risk, r_risk, tau_risk
-from .sampling import ConditionalSampler
+from .sampling import ConditionalSampler, resolve_feature_types
 
 __all__ = ["LOCO", "PermuCATE"]
 
@@ -51,8 +52,8 @@ class _Fold:
     targets: dict
     model: CateModel
     nuisances: RiskNuisances | None
-    base_loss: np.ndarray = None
-    vte: float = np.nan
+    base_loss: np.ndarray
+    vte: float
     extra: dict = field(default_factory=dict)
 
 
@@ -62,6 +63,19 @@ def _risk(risk, tau_hat, targets):
     if risk == "r":
         return r_risk(tau_hat, targets["y"], targets["t"], targets["m"], targets["pi"])
     return tau_risk(tau_hat, targets["tau"])
+
+
+def _check_aligned(X, named):
+    """Refuse pandas T / Y / tau whose index differs from a DataFrame X's (rows would be paired
+    by position, silently mismatched after a sort, filter or merge)."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    for name, value in named.items():
+        if isinstance(value, pd.Series | pd.DataFrame) and not value.index.equals(X.index):
+            raise ValueError(
+                f"`{name}` has a different index from `X`: align them first "
+                f"(e.g. {name}.loc[X.index]) or pass numpy arrays"
+            )
 
 
 def _as_matrix(X):
@@ -136,6 +150,7 @@ class _CrossFitImportance(BaseEstimator):
             A ``learner`` with neither ``effect`` nor ``predict`` that is not callable.
         """
         self._check_params()
+        _check_aligned(X, {"T": T, "Y": Y, "tau": tau})
         X, names = _as_matrix(X)
         n = X.shape[0]
         T = check_binary_treatment(T, n=n, min_per_arm=self.cv)
@@ -146,6 +161,7 @@ class _CrossFitImportance(BaseEstimator):
             )
         tau = None if tau is None else check_design(tau, "tau", ndim=1, n=n)
         unit_names, units = self._resolve_units(names)
+        self._check_units(X, names, unit_names, units)
         seeds = spawn_seeds(self.random_state, 2 + self.cv * len(units))
         split_seed, learner_seed = (int(s.generate_state(1)[0]) for s in seeds[:2])
         learner = as_cate(
@@ -172,8 +188,17 @@ class _CrossFitImportance(BaseEstimator):
             self.importances_folds_[g, k] = values.mean()
         self.importances_ = self.importances_folds_.mean(axis=1)
         self.variance_tau_ = float(np.mean([s.vte for s in states]))
-        with np.errstate(divide="ignore", invalid="ignore"):
+        if self.variance_tau_ > 0:
             self.importances_normalized_ = self.importances_ / self.variance_tau_
+        else:
+            warnings.warn(
+                f"the estimate of Var(τ(X)) is not positive ({self.variance_tau_:.3g}): the "
+                "effect heterogeneity cannot be told from noise here, so "
+                "importances_normalized_ is NaN",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.importances_normalized_ = np.full_like(self.importances_, np.nan)
         self.pvalues_, self.conf_int_, self.std_err_ = corrected_ttest(
             self.importances_folds_, self.alpha
         )
@@ -209,10 +234,8 @@ class _CrossFitImportance(BaseEstimator):
         else:
             targets = {"tau": tau[test]}
             vte = np.var(tau[test])
-        state = _Fold(
-            test, X_te, targets, model, nuisances, _risk(self.risk, tau_hat, targets), vte, extra
-        )
-        return state
+        base_loss = _risk(self.risk, tau_hat, targets)
+        return _Fold(test, X_te, targets, model, nuisances, base_loss, vte, extra)
 
     def _unit_importance(self, state, g, group, seed):
         tau_perturbed = self._perturbed_effects(state, g, group, np.random.default_rng(seed))
@@ -232,6 +255,9 @@ class _CrossFitImportance(BaseEstimator):
 
     def _check_learner(self, learner):
         """Hook for estimator-specific learner requirements."""
+
+    def _check_units(self, X, names, unit_names, units):
+        """Hook for estimator-specific checks of the features / groups, before any fit."""
 
     def _store_fold_extras(self, states):
         """Hook to keep estimator-specific fitted objects of each fold."""
@@ -256,6 +282,8 @@ class _CrossFitImportance(BaseEstimator):
                 else ((None, g) for g in self.groups)
             )
             unit_names, units = [], []
+            if not self.groups:
+                raise ValueError("`groups` is empty")
             for key, members in items:
                 members = [members] if isinstance(members, str | int) else list(members)
                 if not members:
@@ -266,8 +294,6 @@ class _CrossFitImportance(BaseEstimator):
             flat = np.concatenate(units)
             if np.unique(flat).size != flat.size:
                 raise ValueError("`groups` overlap: a feature belongs to more than one group")
-            if not units:
-                raise ValueError("`groups` is empty")
             return unit_names, units
         if self.features is not None:
             cols = [self.features] if isinstance(self.features, str | int) else list(self.features)
@@ -287,8 +313,10 @@ class _CrossFitImportance(BaseEstimator):
         -------
         pandas.DataFrame
             Index: feature / group names. Columns: ``importance``, ``importance_normalized``
-            (divided by the estimated ``Var(τ(X))``), ``std_err``, ``ci_low``, ``ci_high``,
-            ``pvalue`` and ``significant`` (``pvalue < alpha``).
+            (divided by the estimated ``Var(τ(X))``), ``std_err``, ``ci_low``, ``ci_high``
+            (two-sided ``1 − alpha`` interval), ``pvalue`` (one-sided test of ``ψ_j > 0``)
+            and ``significant`` (``pvalue < alpha``). A one-sided p-value in
+            ``[alpha/2, alpha)`` is significant while the two-sided interval still covers 0.
 
         Raises
         ------
@@ -329,7 +357,10 @@ class _CrossFitImportance(BaseEstimator):
         from .plotting import plot_importances
 
         table = self.summary()
-        return plot_importances(table, ax=ax, title=type(self).__name__, alpha=self.alpha)
+        return plot_importances(table, ax=ax, title=self._plot_title(), alpha=self.alpha)
+
+    def _plot_title(self):
+        return f"{type(self).__name__} ({self.risk} risk)"
 
 
 class PermuCATE(_CrossFitImportance):
@@ -372,7 +403,9 @@ class PermuCATE(_CrossFitImportance):
         ``ψ̂_j``, the mean of the fold values (G = number of features or groups).
     importances_normalized_ : ndarray of shape (G,)
         ``ψ̂_j / Var̂(τ(X))`` (Hines et al. 2022's ``Θ_s``); whether the paper normalises is
-        unverified, so both are given.
+        unverified, so both are given. NaN, with a ``RuntimeWarning``, when the estimate of
+        ``Var(τ(X))`` is not positive (heterogeneity lost in the noise). Under ``risk="r"`` the
+        numerator is the ``π(1−π)``-weighted importance: use it for ranking only.
     importances_folds_ : ndarray of shape (G, K)
     per_sample_ : ndarray of shape (G, n)
         Per-sample contributions on each sample's test fold.
@@ -457,13 +490,35 @@ class PermuCATE(_CrossFitImportance):
         extra["sampler"] = sampler.fit(X, units)
         return learner.fit(X, T, Y)
 
+    def _check_units(self, X, names, unit_names, units):
+        if self.sampler is not None:
+            return
+        # The default sampler draws a group by residual permutation or from predict_proba,
+        # never both: name the offending columns before any fold is fitted.
+        types = resolve_feature_types(self.feature_types, X)
+        for unit_name, group in zip(unit_names, units, strict=True):
+            if len({types[j] for j in group}) > 1:
+                columns = ", ".join(f"{names[j]} ({types[j]})" for j in group)
+                raise ValueError(
+                    f"`groups`: group {unit_name!r} mixes continuous and categorical columns "
+                    f"({columns}); split it, or declare its columns with one type in "
+                    "`feature_types`"
+                )
+
     def _store_fold_extras(self, states):
         self.samplers_ = [s.extra["sampler"] for s in states]
 
     def _perturbed_effects(self, state, g, group, rng):
         X_te = state.X_test
         n, d = X_te.shape
-        draws = state.extra["sampler"].sample(X_te, g, self.n_permutations, rng)
+        draws = np.asarray(state.extra["sampler"].sample(X_te, g, self.n_permutations, rng))
+        if draws.shape != (self.n_permutations, n, group.size):
+            raise ValueError(
+                f"`sampler.sample` returned shape {draws.shape}, expected "
+                f"(n_permutations, n_test, group size) = {(self.n_permutations, n, group.size)}"
+            )
+        if not np.isfinite(draws).all():
+            raise ValueError("`sampler.sample` returned NaN or infinite values")
         per_call = max(1, MAX_BATCH_ELEMENTS // (n * d))
         effects = []
         for start in range(0, self.n_permutations, per_call):
@@ -538,16 +593,27 @@ class LOCO(_CrossFitImportance):
         super()._check_params()
         check_choice(self.mode, "mode", ("full", "final"))
 
+    def _plot_title(self):
+        return f"LOCO, mode={self.mode} ({self.risk} risk)"
+
     def _check_learner(self, learner):
         if self.mode == "full" and learner.kind == "fixed":
             raise ValueError(
                 'LOCO(mode="full") refits the learner without each feature: `learner` must be '
                 "a fittable estimator, not a fixed callable"
             )
-        if self.mode == "final" and self.final_model is None and learner.final_model is None:
-            raise ValueError(
-                'LOCO(mode="final") needs `final_model` or a learner with a `model_final`'
-            )
+        if self.mode == "final":
+            final = self.final_model if self.final_model is not None else learner.final_model
+            if final is None:
+                raise ValueError(
+                    'LOCO(mode="final") needs `final_model` or a learner with a `model_final`'
+                )
+            if not is_regressor(final):
+                raise ValueError(
+                    'LOCO(mode="final") refits the final model on pseudo-outcomes: it must be '
+                    f"an sklearn regressor, got {type(final).__name__}; pass "
+                    'final_model=RidgeCV() or use mode="full"'
+                )
 
     def _resolve_units(self, names):
         unit_names, units = super()._resolve_units(names)

@@ -14,7 +14,14 @@ from econml.dr import DRLearner
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .nuisance import default_outcome_model, default_propensity_model
+from icml25_core import check_scalar
+
+from .nuisance import (
+    check_classifier,
+    check_regressor,
+    default_outcome_model,
+    default_propensity_model,
+)
 
 __all__ = ["CateModel", "PerArmRegressor", "as_cate", "dr_learner"]
 
@@ -100,8 +107,8 @@ def dr_learner(
     cv : int, default=5
         Inner cross-fitting folds for the pseudo-outcomes (official ``n_splits_learner=5``).
     clip : float in (0, 0.5), default=0.01
-        ``min_propensity`` (official ``clip=(0.01, 0.99)``; econml's default 1e-6 lets
-        pseudo-outcomes explode).
+        ``min_propensity``: propensities are clipped to ``[clip, 1 − clip]`` (official
+        ``clip=(0.01, 0.99)``; econml's default 1e-6 lets pseudo-outcomes explode).
     random_state : int or None, default=None
 
     Returns
@@ -109,21 +116,32 @@ def dr_learner(
     econml.dr.DRLearner
         Unfitted; ``fit(Y, T, X=X)`` then ``effect(X)``.
 
+    Raises
+    ------
+    TypeError
+        A model of the wrong kind (a classifier as regressor, a regressor as propensity model,
+        a string), or a bad ``random_state``.
+    ValueError
+        ``cv < 2`` or ``clip`` outside (0, 0.5).
+
     Notes
     -----
     Source: Kennedy (2023), Algorithm 1; official ``utils.get_learner(model='linear',
     meta_learner='DR')`` (RidgeCV / LogisticRegressionCV nuisances, RidgeCV final, cv=5).
     """
-    if not isinstance(cv, int | np.integer) or isinstance(cv, bool) or cv < 2:
-        raise ValueError(f"`cv` must be an integer >= 2, got {cv!r}")
-    if not 0 < clip < 0.5:
-        raise ValueError(f"`clip` must be in (0, 0.5), got {clip!r}")
+    check_scalar(cv, "cv", kind=int, low=2)
+    check_scalar(clip, "clip", kind=float, low=0, high=0.5, inclusive="neither")
+    if random_state is not None and not isinstance(random_state, int | np.random.RandomState):
+        raise TypeError(
+            f"`random_state` must be None, an int or a RandomState, got {random_state!r}"
+        )
+    outcome = check_regressor(outcome_model, "outcome_model")
+    propensity = check_classifier(propensity_model, "propensity_model")
+    final = check_regressor(final_model, "final_model")
     return DRLearner(
-        model_propensity=default_propensity_model()
-        if propensity_model is None
-        else propensity_model,
-        model_regression=PerArmRegressor(outcome_model),
-        model_final=default_outcome_model() if final_model is None else final_model,
+        model_propensity=default_propensity_model() if propensity is None else propensity,
+        model_regression=PerArmRegressor(outcome),
+        model_final=default_outcome_model() if final is None else final,
         cv=int(cv),
         min_propensity=clip,
         random_state=random_state,
@@ -179,6 +197,8 @@ class CateModel:
                 f"the learner returned {out.shape[0]} effects for {len(X)} rows; "
                 "`effect(X)` must return one effect per row"
             )
+        if not np.isfinite(out).all():
+            raise ValueError("the learner returned NaN or infinite effects")
         return out
 
 

@@ -6,7 +6,7 @@ import inspect
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.linear_model import LogisticRegressionCV, RidgeCV
 from sklearn.utils.validation import check_is_fitted
 
@@ -16,6 +16,22 @@ __all__ = ["RiskNuisances", "default_outcome_model", "default_propensity_model"]
 
 #: Share of propensities at a clipping bound above which a warning is raised (EconML#404).
 CLIP_WARN_FRACTION = 0.05
+
+
+def check_regressor(model, name):
+    """``model`` if it is ``None`` or an sklearn-style regressor, else a TypeError naming it."""
+    if model is not None and (
+        not (hasattr(model, "fit") and hasattr(model, "predict")) or is_classifier(model)
+    ):
+        raise TypeError(f"`{name}` must be an sklearn regressor (fit + predict), got {model!r}")
+    return model
+
+
+def check_classifier(model, name):
+    """``model`` if it is ``None`` or a classifier with ``predict_proba``, else a TypeError."""
+    if model is not None and not (hasattr(model, "fit") and hasattr(model, "predict_proba")):
+        raise TypeError(f"`{name}` must be an sklearn classifier with predict_proba, got {model!r}")
+    return model
 
 
 def default_outcome_model():
@@ -88,17 +104,18 @@ class RiskNuisances(BaseEstimator):
         ------
         ValueError
             Non-binary ``T``, mismatched lengths, NaN/inf, an empty arm, or invalid ``clip``.
+        TypeError
+            A classifier as ``outcome_model`` or a model without ``predict_proba`` as
+            ``propensity_model``.
         """
         low, high = self._check_clip()
         X = check_design(X, "X")
         T = check_binary_treatment(T, n=len(X))
         Y = check_design(Y, "Y", ndim=1, n=len(X))
-        outcome = default_outcome_model() if self.outcome_model is None else self.outcome_model
-        propensity = (
-            default_propensity_model() if self.propensity_model is None else self.propensity_model
-        )
-        if not hasattr(propensity, "predict_proba"):
-            raise TypeError("`propensity_model` must be a classifier with predict_proba")
+        outcome = check_regressor(self.outcome_model, "outcome_model")
+        propensity = check_classifier(self.propensity_model, "propensity_model")
+        outcome = default_outcome_model() if outcome is None else outcome
+        propensity = default_propensity_model() if propensity is None else propensity
         self.mu0_ = clone(outcome).fit(X[T == 0], Y[T == 0])
         self.mu1_ = clone(outcome).fit(X[T == 1], Y[T == 1])
         self.propensity_ = clone(propensity).fit(X, T)

@@ -7,9 +7,6 @@ import numpy as np
 
 def _pyplot():
     try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
     except ImportError as err:  # pragma: no cover - exercised without the extra
         raise ImportError("plotting needs matplotlib: pip install 'permucate[plot]'") from err
@@ -37,12 +34,21 @@ def plot_importances(table, ax=None, title=None, alpha=0.05, truth=None):
     plt = _pyplot()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 0.35 * len(table) + 1.5))
+    if not hasattr(ax, "barh"):
+        raise TypeError(f"`ax` must be a matplotlib Axes or None, got {type(ax).__name__}")
     y = np.arange(len(table))[::-1]
     err = np.vstack([table.importance - table.ci_low, table.ci_high - table.importance])
-    colors = np.where(table.significant, "tab:blue", "tab:gray")
-    ax.barh(y, table.importance, xerr=err, color=colors, capsize=2, label=f"{1 - alpha:.0%} CI")
+    significant = np.asarray(table.significant, dtype=bool)
+    for mask, color, label in (
+        (significant, "tab:blue", f"one-sided p < {alpha:g}"),
+        (~significant, "tab:gray", f"p >= {alpha:g}"),
+    ):
+        if mask.any():
+            ax.barh(y[mask], table.importance[mask], color=color, label=label)
+    ax.errorbar(table.importance, y, xerr=err, fmt="none", ecolor="black", capsize=2,
+                label=f"two-sided {1 - alpha:.0%} CI")  # fmt: skip
     if truth is not None:
-        ax.plot(np.asarray(truth), y, "k|", markersize=12, label="truth")
+        ax.plot(np.asarray(truth), y, "r|", markersize=14, markeredgewidth=2, label="truth")
     ax.set_yticks(y, [str(i) for i in table.index])
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("importance ψ̂")

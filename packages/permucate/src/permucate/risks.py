@@ -21,6 +21,21 @@ import numpy as np
 __all__ = ["RISKS", "dr_risk", "r_risk", "tau_risk"]
 
 
+def _as_float(tau_hat, **targets):
+    """float64 arrays; every target 1-D with the length of ``tau_hat``'s last axis."""
+    tau_hat = np.asarray(tau_hat, dtype=np.float64)
+    out = []
+    for name, value in targets.items():
+        value = np.asarray(value, dtype=np.float64)
+        if value.ndim != 1 or tau_hat.ndim == 0 or value.shape[0] != tau_hat.shape[-1]:
+            raise ValueError(
+                f"`{name}` must be 1-D with {tau_hat.shape[-1:]} entries (the last axis of "
+                f"`tau_hat`), got shape {value.shape}"
+            )
+        out.append(value)
+    return tau_hat, *out
+
+
 def dr_risk(tau_hat, pseudo_outcome):
     """DR (pseudo-outcome) risk ``(φ_i − τ̂(X_i))²``.
 
@@ -35,13 +50,19 @@ def dr_risk(tau_hat, pseudo_outcome):
     -------
     ndarray of shape (..., n), float64
 
+    Raises
+    ------
+    ValueError
+        If ``pseudo_outcome`` is not 1-D with the length of ``tau_hat``'s last axis.
+
     Notes
     -----
     Source: Kennedy (2023), "Towards optimal doubly robust estimation of heterogeneous causal
     effects", Eq. (2); Paillard et al. (2025) Sec. 3, the ``pseudo_outcome_risk`` of the official
     code.
     """
-    return (np.asarray(pseudo_outcome, dtype=np.float64) - np.asarray(tau_hat, np.float64)) ** 2
+    tau_hat, pseudo_outcome = _as_float(tau_hat, pseudo_outcome=pseudo_outcome)
+    return (pseudo_outcome - tau_hat) ** 2
 
 
 def r_risk(tau_hat, y, t, m_hat, pi_hat):
@@ -64,13 +85,21 @@ def r_risk(tau_hat, y, t, m_hat, pi_hat):
     -------
     ndarray of shape (..., n), float64
 
+    Raises
+    ------
+    ValueError
+        Targets that are not 1-D with the length of ``tau_hat``'s last axis, or ``t`` not in
+        {0, 1}.
+
     Notes
     -----
     Source: Nie & Wager (2021), "Quasi-oracle estimation of heterogeneous treatment effects",
     Eq. (4); official ``scoring.compute_r_risk``.
     """
-    y, t, m_hat, pi_hat = (np.asarray(a, dtype=np.float64) for a in (y, t, m_hat, pi_hat))
-    return ((y - m_hat) - (t - pi_hat) * np.asarray(tau_hat, np.float64)) ** 2
+    tau_hat, y, t, m_hat, pi_hat = _as_float(tau_hat, y=y, t=t, m_hat=m_hat, pi_hat=pi_hat)
+    if not np.isin(t, (0.0, 1.0)).all():
+        raise ValueError("`t` must be binary in {0, 1}")
+    return ((y - m_hat) - (t - pi_hat) * tau_hat) ** 2
 
 
 def tau_risk(tau_hat, tau):
@@ -87,11 +116,17 @@ def tau_risk(tau_hat, tau):
     -------
     ndarray of shape (..., n), float64
 
+    Raises
+    ------
+    ValueError
+        If ``tau`` is not 1-D with the length of ``tau_hat``'s last axis.
+
     Notes
     -----
     Source: official ``scoring.compute_tau_risk`` (the paper's IHDP experiment).
     """
-    return (np.asarray(tau, dtype=np.float64) - np.asarray(tau_hat, np.float64)) ** 2
+    tau_hat, tau = _as_float(tau_hat, tau=tau)
+    return (tau - tau_hat) ** 2
 
 
 #: Risk names accepted by :class:`~permucate.PermuCATE` and :class:`~permucate.LOCO`.

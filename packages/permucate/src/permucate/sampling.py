@@ -14,7 +14,10 @@ from __future__ import annotations
 import numpy as np
 from hidimstat.samplers import ConditionalSampler as _HidimstatSampler
 from joblib import Parallel, delayed
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
+from sklearn.exceptions import NotFittedError
+
+from icml25_core import check_scalar
 
 from ._validation import check_design
 from .nuisance import default_outcome_model, default_propensity_model
@@ -32,7 +35,7 @@ def infer_feature_types(X, max_cardinality=10):
     Parameters
     ----------
     X : ndarray of shape (n, d)
-    max_cardinality : int, default=10
+    max_cardinality : int >= 1, default=10
 
     Returns
     -------
@@ -45,8 +48,39 @@ def infer_feature_types(X, max_cardinality=10):
     ]
 
 
+def resolve_feature_types(feature_types, X, max_cardinality=10):
+    """Column types from ``"auto"``, one type name for all columns, or a list of ``d`` names.
+
+    Raises
+    ------
+    ValueError
+        Unknown names or a list whose length is not ``d``.
+    """
+    d = X.shape[1]
+    if isinstance(feature_types, str):
+        if feature_types == "auto":
+            return infer_feature_types(X, max_cardinality)
+        if feature_types in FEATURE_TYPES:
+            return [feature_types] * d
+        raise ValueError(
+            "`feature_types` must be 'auto', 'continuous', 'categorical' or a list; "
+            f"got {feature_types!r}"
+        )
+    types = list(feature_types)
+    if len(types) != d or any(t not in FEATURE_TYPES for t in types):
+        raise ValueError(
+            f"`feature_types` must list {d} entries from {FEATURE_TYPES}, got {types!r}"
+        )
+    return types
+
+
 def _check_groups(groups, d):
-    groups = [np.atleast_1d(np.asarray(g, dtype=np.intp)) for g in groups]
+    if groups is None:
+        return [np.array([j]) for j in range(d)]
+    try:
+        groups = [np.atleast_1d(np.asarray(g, dtype=np.intp)) for g in groups]
+    except (TypeError, ValueError):
+        raise TypeError("`groups` must be a sequence of sequences of column indices") from None
     for g in groups:
         if g.size == 0 or g.min() < 0 or g.max() >= d or np.unique(g).size != g.size:
             raise ValueError(
@@ -55,8 +89,22 @@ def _check_groups(groups, d):
     return groups
 
 
+def _check_model(model, name, method):
+    if not (hasattr(model, "fit") and hasattr(model, method)) or (
+        method == "predict" and is_classifier(model)
+    ):
+        kind = "regressor" if method == "predict" else "classifier"
+        raise TypeError(f"`{name}` must be an sklearn {kind} with fit and {method}, got {model!r}")
+    return model
+
+
 class ConditionalSampler:
     """Conditional sampler built on ``hidimstat.samplers.ConditionalSampler``, one per group.
+
+    Categorical columns may hold any numeric codes (``0/1``, ``±0.05``, ``1/2``): they are mapped
+    to class indices for the classifier and back for the draws. A group whose other columns are
+    all of ``X`` is drawn from its marginal (an intercept-only ``ν̂_g``); a categorical column
+    with a single value in the train part is drawn as that value.
 
     Parameters
     ----------
@@ -66,21 +114,26 @@ class ConditionalSampler:
     model_categorical : sklearn classifier, default=None
         ``ν̂_g`` for binary / categorical groups. ``None``:
         ``LogisticRegressionCV(Cs=logspace(-3, 3, 10))``.
-    feature_types : "auto" or sequence of {"continuous", "categorical"}, default="auto"
+    feature_types : "auto", "continuous", "categorical" or list of them, default="auto"
         One entry per column of ``X``; ``"auto"`` applies :func:`infer_feature_types`.
-    categorical_max_cardinality : int, default=10
+    categorical_max_cardinality : int >= 1, default=10
     n_jobs : int, default=1
         Parallel fits of the per-group models.
 
     Attributes
     ----------
-    samplers_ : list of fitted ``hidimstat.samplers.ConditionalSampler``, one per group
+    samplers_ : list of fitted ``hidimstat.samplers.ConditionalSampler`` (``None`` for a
+        constant group), one per group
     groups_ : list of ndarray of int
+    classes_ : list of (list of ndarray or None)
+        Per group, the original values of each categorical column.
 
     Notes
     -----
     Source: Chamma, Engemann & Thirion (2023), "Statistically valid variable importance assessment
-    through conditional permutations", Algorithm 1; hidimstat's reference implementation.
+    through conditional permutations", Algorithm 1; hidimstat's reference implementation. A group
+    mixing continuous and categorical columns is refused: residual permutation and class draws
+    cannot be combined in one joint draw.
     """
 
     def __init__(
@@ -97,14 +150,14 @@ class ConditionalSampler:
         self.categorical_max_cardinality = categorical_max_cardinality
         self.n_jobs = n_jobs
 
-    def fit(self, X, groups):
+    def fit(self, X, groups=None):
         """Fit ``ν̂_g : X_−g → X_g`` for every group.
 
         Parameters
         ----------
         X : ndarray of shape (n, d), float
-        groups : sequence of sequences of int
-            Column indices of each group (a single feature is a group of one).
+        groups : sequence of sequences of int, default=None
+            Column indices of each group; ``None``: every column alone.
 
         Returns
         -------
@@ -113,33 +166,58 @@ class ConditionalSampler:
         Raises
         ------
         ValueError
-            Bad ``groups``, ``feature_types`` of the wrong length or with unknown names, or a group
-            that mixes continuous and categorical columns.
+            Bad ``groups``, bad ``feature_types``, a group that mixes continuous and categorical
+            columns, or a multi-column categorical group with a constant column.
+        TypeError
+            A regression model without ``predict`` or a classifier without ``predict_proba``.
         """
         X = check_design(X, "X")
-        d = X.shape[1]
-        self.groups_ = _check_groups(groups, d)
-        types = self._column_types(X)
+        check_scalar(
+            self.categorical_max_cardinality, "categorical_max_cardinality", kind=int, low=1
+        )
+        self.groups_ = _check_groups(groups, X.shape[1])
+        types = resolve_feature_types(self.feature_types, X, self.categorical_max_cardinality)
         reg = default_outcome_model() if self.model_regression is None else self.model_regression
         clf = (
             default_propensity_model() if self.model_categorical is None else self.model_categorical
         )
-        samplers = []
+        _check_model(reg, "model_regression", "predict")
+        _check_model(clf, "model_categorical", "predict_proba")
+        jobs, self.classes_ = [], []
         for g in self.groups_:
             kinds = {types[j] for j in g}
             if len(kinds) > 1:
-                raise ValueError(f"group {g.tolist()} mixes continuous and categorical columns")
-            samplers.append(
-                _HidimstatSampler(
-                    model_regression=clone(reg),
-                    model_categorical=clone(clf),
-                    data_type=kinds.pop(),
+                raise ValueError(
+                    f"group of columns {g.tolist()} mixes continuous and categorical columns; "
+                    "split it, or declare its columns with one type in `feature_types`"
                 )
+            kind = kinds.pop()
+            target, classes = X[:, g], None
+            if kind == "categorical":
+                classes = [np.unique(target[:, k]) for k in range(g.size)]
+                if any(c.size == 1 for c in classes) and g.size > 1:
+                    raise ValueError(
+                        f"group of columns {g.tolist()} has a column with a single value in a "
+                        "training fold: its conditional distribution cannot be learned"
+                    )
+                target = np.column_stack(
+                    [np.searchsorted(c, target[:, k]) for k, c in enumerate(classes)]
+                )
+            self.classes_.append(classes)
+            if classes is not None and classes[0].size == 1:
+                jobs.append(None)  # a constant column: every draw is its single value
+                continue
+            rest = np.delete(X, g, axis=1)
+            if rest.shape[1] == 0:  # nothing to condition on: intercept-only model = marginal
+                rest = np.zeros((len(X), 1))
+            sampler = _HidimstatSampler(
+                model_regression=clone(reg), model_categorical=clone(clf), data_type=kind
             )
-        self.samplers_ = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_one)(s, np.delete(X, g, axis=1), X[:, g])
-            for s, g in zip(samplers, self.groups_, strict=True)
+            jobs.append((sampler, rest, target))
+        fitted = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_one)(*job) for job in jobs if job is not None
         )
+        self.samplers_ = [None if job is None else fitted.pop(0) for job in jobs]
         return self
 
     def sample(self, X, group, n_samples, random_state):
@@ -150,37 +228,53 @@ class ConditionalSampler:
         X : ndarray of shape (n, d), float
         group : int
             Index into the ``groups`` passed to :meth:`fit`.
-        n_samples : int
+        n_samples : int >= 1
             Number of draws ``P``.
         random_state : numpy.random.Generator or int
 
         Returns
         -------
         ndarray of shape (n_samples, n, |g|), float64
-        """
-        g = self.groups_[group]
-        draws = self.samplers_[group].sample(
-            np.delete(X, g, axis=1), X[:, g], n_samples=n_samples, random_state=random_state
-        )
-        return np.asarray(draws, dtype=np.float64).reshape(n_samples, X.shape[0], g.size)
 
-    def _column_types(self, X):
-        d = X.shape[1]
-        if isinstance(self.feature_types, str):
-            if self.feature_types == "auto":
-                return infer_feature_types(X, self.categorical_max_cardinality)
-            if self.feature_types in FEATURE_TYPES:
-                return [self.feature_types] * d
-            raise ValueError(
-                f"`feature_types` must be 'auto', 'continuous', 'categorical' or a list; "
-                f"got {self.feature_types!r}"
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            ``group`` out of range or ``n_samples < 1``.
+        """
+        g = _fitted_group(self, group)
+        check_scalar(n_samples, "n_samples", kind=int, low=1)
+        shape = (n_samples, X.shape[0], g.size)
+        classes = self.classes_[group]
+        if self.samplers_[group] is None:
+            return np.full(shape, classes[0][0], dtype=np.float64)
+        rest = np.delete(X, g, axis=1)
+        if rest.shape[1] == 0:
+            rest = np.zeros((len(X), 1))
+        target = X[:, g]
+        if classes is not None:
+            target = np.column_stack(
+                [np.searchsorted(c, target[:, k]) for k, c in enumerate(classes)]
             )
-        types = list(self.feature_types)
-        if len(types) != d or any(t not in FEATURE_TYPES for t in types):
-            raise ValueError(
-                f"`feature_types` must list {d} entries from {FEATURE_TYPES}, got {types!r}"
-            )
-        return types
+        draws = self.samplers_[group].sample(
+            rest, target, n_samples=n_samples, random_state=random_state
+        )
+        draws = np.asarray(draws).reshape(shape)
+        if classes is None:
+            return draws.astype(np.float64)
+        codes = draws.astype(np.intp)
+        return np.stack([classes[k][codes[..., k]] for k in range(g.size)], axis=-1).astype(
+            np.float64
+        )
+
+
+def _fitted_group(sampler, group):
+    if not hasattr(sampler, "groups_"):
+        raise NotFittedError(f"this {type(sampler).__name__} is not fitted yet; call fit first")
+    if not isinstance(group, int | np.integer) or not 0 <= group < len(sampler.groups_):
+        raise ValueError(f"`group` must be an index in [0, {len(sampler.groups_)}), got {group!r}")
+    return sampler.groups_[group]
 
 
 def _fit_one(sampler, X_minus_g, X_g):
@@ -235,7 +329,7 @@ class LinearGaussianSampler:
             raise ValueError(f"`alpha` must be a positive number, got {self.alpha!r}")
         X = check_design(X, "X")
         d = X.shape[1]
-        self.groups_ = _check_groups([[j] for j in range(d)] if groups is None else groups, d)
+        self.groups_ = _check_groups(groups, d)
         self.mean_ = X.mean(axis=0)
         Xc = X - self.mean_
         self.precision_ = np.linalg.inv(Xc.T @ Xc + self.alpha * np.eye(d))
@@ -254,10 +348,12 @@ class LinearGaussianSampler:
         -------
         ndarray of shape (n, |g|) or (n, d), float64
         """
+        if not hasattr(self, "precision_"):
+            raise NotFittedError("this LinearGaussianSampler is not fitted yet; call fit first")
         Xc = check_design(X, "X") - self.mean_
         if group is None:
             return (Xc @ self.precision_) / np.diag(self.precision_)
-        g = self.groups_[group]
+        g = _fitted_group(self, group)
         theta_g = self.precision_[:, g]
         return np.linalg.solve(theta_g[g].T, (Xc @ theta_g).T).T
 
@@ -275,8 +371,9 @@ class LinearGaussianSampler:
         -------
         ndarray of shape (n_samples, n, |g|), float64
         """
+        g = _fitted_group(self, group)
+        check_scalar(n_samples, "n_samples", kind=int, low=1)
         rng = np.random.default_rng(random_state)
-        g = self.groups_[group]
         resid = self.residuals(X, group)
         fitted = X[:, g] - resid
         perms = rng.permuted(np.tile(np.arange(len(X)), (n_samples, 1)), axis=1)
