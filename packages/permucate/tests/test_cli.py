@@ -29,6 +29,31 @@ def test_console_script_is_installed():
     assert "--treatment" in done.stdout
 
 
+def test_output_paths_that_would_lose_work_are_refused(tmp_path):
+    csv = tmp_path / "d.csv"
+    pd.DataFrame({"x": np.arange(20.0), "t": [0, 1] * 10, "y": np.arange(20.0)}).to_csv(csv)
+    (tmp_path / "folder.csv").mkdir()
+    args = ["run", str(csv), "--treatment", "t", "--outcome", "y", "--out"]
+    with pytest.raises(SystemExit, match="is a folder"):
+        main([*args, str(tmp_path / "folder.csv")])
+    with pytest.raises(SystemExit, match="would overwrite the input data"):
+        main([*args, str(csv)])
+    (tmp_path / "blank.csv").write_text("")
+    with pytest.raises(SystemExit, match="cannot read"):
+        main(["run", str(tmp_path / "blank.csv"), *args[2:], str(tmp_path / "o.csv")])
+
+
+def test_a_saved_row_index_is_not_a_covariate(tmp_path, capsys):
+    data = datasets.hines(300, random_state=0)
+    csv = tmp_path / "with_index.csv"
+    data.X.assign(treated=data.T, outcome=data.Y).to_csv(csv)  # pandas writes the index
+    out = tmp_path / "imp.csv"
+    main(["run", str(csv), "--treatment", "treated", "--outcome", "outcome",
+          "--n-permutations", "2", "--out", str(out)])  # fmt: skip
+    assert "Unnamed: 0" not in pd.read_csv(out, index_col=0).index
+    assert "looks like a saved row index" in capsys.readouterr().out
+
+
 def test_empty_csv_is_reported(tmp_path):
     csv = tmp_path / "empty.csv"
     csv.write_text("x,t,y\n")

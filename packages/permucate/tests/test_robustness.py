@@ -18,7 +18,7 @@ from permucate import (
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
-from .conftest import FixedClassifier
+from .conftest import FixedClassifier, FixedRegressor
 
 
 @pytest.fixture(scope="module")
@@ -188,3 +188,95 @@ def test_plot_rejects_a_non_axes(frame):
     est = PermuCATE(lambda x: x[:, 0], risk="tau", n_permutations=2).fit(X, T, Y, tau=Y)
     with pytest.raises(TypeError, match="`ax` must be a matplotlib Axes"):
         est.plot(ax="x")
+
+
+class NanOutcome(FixedRegressor):
+    def predict(self, X):
+        return np.full(len(X), np.nan)
+
+
+class ShortOutcome(FixedRegressor):
+    def predict(self, X):
+        return np.zeros(len(X) - 1)
+
+
+class OneColumnPropensity(FixedClassifier):
+    def predict_proba(self, X):
+        return np.full((len(X), 1), 0.5)
+
+
+@pytest.mark.parametrize(
+    ("models", "match"),
+    [
+        ({"outcome_model": NanOutcome([0.0] * 6)}, "`outcome_model` returned NaN"),
+        ({"outcome_model": ShortOutcome([0.0] * 6)}, "`outcome_model` returned predictions of"),
+        ({"propensity_model": OneColumnPropensity([0.0] * 6)}, "`propensity_model` returned"),
+    ],
+)
+def test_broken_nuisance_models_are_named(frame, models, match):
+    X, T, Y, _ = frame
+    with pytest.raises(ValueError, match=match):
+        PermuCATE(lambda x: x[:, 0], n_permutations=2, **models).fit(X, T, Y)
+
+
+def test_pandas_t_and_y_must_agree_even_with_a_numpy_x(frame):
+    X, T, Y, _ = frame
+    with pytest.raises(ValueError, match="`Y` has a different index from `T`"):
+        PermuCATE(n_permutations=2).fit(X.to_numpy(), T, Y.sort_values())
+
+
+def test_estimator_class_instead_of_instance_is_refused(frame):
+    from econml.dr import DRLearner
+
+    X, T, Y, _ = frame
+    with pytest.raises(TypeError, match="instance, got the class DRLearner"):
+        PermuCATE(DRLearner).fit(X, T, Y)
+    with pytest.raises(TypeError, match="`outcome_model` must be an sklearn regressor"):
+        PermuCATE(outcome_model=LinearRegression).fit(X, T, Y)
+
+
+def test_feature_types_as_a_dict_and_misuses(frame):
+    X, T, Y, _ = frame
+    X = X.assign(site=np.tile([1.0, 2.0, 3.0, 4.0], 100))
+    est = PermuCATE(lambda x: x[:, 0], n_permutations=2, feature_types={"x1": "continuous"})
+    est.fit(X, T, Y)
+    assert est.feature_types_ == ["continuous"] * 6 + ["categorical"]
+    with pytest.raises(ValueError, match="unknown columns \\['age'\\]"):
+        PermuCATE(n_permutations=2, feature_types={"age": "continuous"}).fit(X, T, Y)
+    with pytest.raises(ValueError, match="configures the default sampler only"):
+        PermuCATE(sampler=LinearGaussianSampler(), feature_types="continuous").fit(X, T, Y)
+    with pytest.raises(TypeError, match="`groups` must be a dict"):
+        PermuCATE(groups="x1").fit(X, T, Y)
+    with pytest.raises(ValueError, match='`final_model` is used by mode="final" only'):
+        LOCO(final_model=LinearRegression()).fit(X, T, Y)
+
+
+def test_ignored_tau_and_collinear_columns_are_announced(frame):
+    X, T, Y, data = frame
+    with pytest.warns(UserWarning, match='`tau` is used by risk="tau" only'):
+        PermuCATE(lambda x: x[:, 0], n_permutations=2).fit(X, T, Y, tau=data.tau)
+    with pytest.warns(RuntimeWarning, match="collinear columns \\(x1 ~ x1_copy\\)"):
+        PermuCATE(lambda x: x[:, 0], n_permutations=2).fit(X.assign(x1_copy=X.x1), T, Y)
+
+
+def test_rare_categorical_level_error_says_what_to_do():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=60), np.repeat(np.arange(30.0), 2)])  # 2 rows a level
+    with pytest.raises(ValueError, match=r"columns \[1\] \(categorical\) failed.*rare levels"):
+        ConditionalSampler(feature_types=["continuous", "categorical"]).fit(X)
+
+
+def test_samplers_check_the_width_of_x():
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    for sampler in (ConditionalSampler(feature_types="continuous"), LinearGaussianSampler()):
+        sampler.fit(X)
+        with pytest.raises(ValueError, match="`X` has 2 columns, the sampler was fitted on 3"):
+            sampler.sample(X[:, :2], 0, 2, 0)
+        assert sampler.sample(pd.DataFrame(X), 0, 2, 0).shape == (2, 30, 1)
+
+
+def test_risks_reject_non_finite_values_and_invalid_propensities():
+    with pytest.raises(ValueError, match="must be finite"):
+        dr_risk(np.array([np.nan, 1.0]), np.zeros(2))
+    with pytest.raises(ValueError, match="`pi_hat` must lie strictly between 0 and 1"):
+        r_risk(np.zeros(3), np.zeros(3), [0, 1, 0], np.zeros(3), [0.0, 1.5, 0.5])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 LEARNERS = ("dr-linear", "dr-hgb", "causal-forest")
 
@@ -26,9 +27,9 @@ def make_learner(name, random_state):
 
 
 def _check_output(path, option, suffixes):
-    from pathlib import Path
-
     path = Path(path)
+    if path.is_dir():
+        raise SystemExit(f"permucate run: {option} {path} is a folder; give a file name")
     if path.suffix.lower() not in suffixes:
         raise SystemExit(f"permucate run: {option} must end in {' or '.join(suffixes)}: {path}")
     if not path.parent.is_dir():
@@ -41,6 +42,8 @@ def run(args):
     from .estimator import PermuCATE
 
     _check_output(args.out, "--out", (".csv", ".json"))
+    if Path(args.out).resolve() == Path(args.data).resolve():
+        raise SystemExit("permucate run: --out would overwrite the input data")
     if args.plot:
         _check_output(args.plot, "--plot", (".png", ".pdf", ".svg"))
     if args.treatment == args.outcome:
@@ -49,7 +52,7 @@ def run(args):
         raise SystemExit("permucate run: --covariates must not include the treatment or outcome")
     try:
         frame = pd.read_csv(args.data)
-    except (OSError, pd.errors.ParserError) as err:
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise SystemExit(f"permucate run: cannot read {args.data}: {err}") from err
     missing = [
         c for c in (args.treatment, args.outcome, *(args.covariates or [])) if c not in frame
@@ -58,7 +61,11 @@ def run(args):
         raise SystemExit(f"permucate run: columns {missing} not in {args.data} ({list(frame)})")
     if frame.empty:
         raise SystemExit(f"permucate run: {args.data} has no rows")
-    covariates = args.covariates or [c for c in frame if c not in (args.treatment, args.outcome)]
+    covariates = args.covariates or [
+        c for c in frame if c not in (args.treatment, args.outcome, "Unnamed: 0")
+    ]
+    if not args.covariates and "Unnamed: 0" in frame:
+        print("permucate run: column 'Unnamed: 0' looks like a saved row index: not a covariate")
     text = [c for c in covariates if not pd.api.types.is_numeric_dtype(frame[c])]
     if text:
         raise SystemExit(f"permucate run: covariates must be numeric; encode {text} first")

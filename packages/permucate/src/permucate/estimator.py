@@ -66,16 +66,43 @@ def _risk(risk, tau_hat, targets):
 
 
 def _check_aligned(X, named):
-    """Refuse pandas T / Y / tau whose index differs from a DataFrame X's (rows would be paired
-    by position, silently mismatched after a sort, filter or merge)."""
-    if not isinstance(X, pd.DataFrame):
+    """Refuse pandas inputs whose indexes differ (rows would be paired by position, silently
+    mismatched after a sort, filter or merge): T / Y / tau against a DataFrame X, else against
+    each other."""
+    frames = {"X": X, **named}
+    indexed = {k: v.index for k, v in frames.items() if isinstance(v, pd.Series | pd.DataFrame)}
+    if len(indexed) < 2:
         return
-    for name, value in named.items():
-        if isinstance(value, pd.Series | pd.DataFrame) and not value.index.equals(X.index):
+    (ref_name, ref), *others = indexed.items()
+    for name, index in others:
+        if not index.equals(ref):
             raise ValueError(
-                f"`{name}` has a different index from `X`: align them first "
-                f"(e.g. {name}.loc[X.index]) or pass numpy arrays"
+                f"`{name}` has a different index from `{ref_name}`: align them first "
+                f"(e.g. {name}.loc[{ref_name}.index]) or pass numpy arrays"
             )
+
+
+def _warn_collinear(X, names, threshold=0.999):
+    """Warn about (near-)duplicate columns: each one's conditional importance given the other is
+    ~0, so the pair hides its joint effect unless grouped."""
+    if X.shape[1] < 2 or X.shape[1] > 2000:
+        return
+    varying = X.std(axis=0) > 0
+    if varying.sum() < 2:
+        return
+    idx = np.flatnonzero(varying)
+    corr = np.corrcoef(X[:, idx], rowvar=False)
+    a, b = np.nonzero(np.triu(np.abs(corr) > threshold, k=1))
+    if a.size:
+        pairs = ", ".join(
+            f"{names[idx[i]]} ~ {names[idx[j]]}" for i, j in zip(a[:5], b[:5], strict=True)
+        )
+        warnings.warn(
+            f"(near-)collinear columns ({pairs}): the importance of each given the other is "
+            "close to 0; pass them as one group (`groups=`) to score them jointly",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _as_matrix(X):
@@ -159,9 +186,16 @@ class _CrossFitImportance(BaseEstimator):
             raise ValueError(
                 '`tau` is required when risk="tau" (the oracle risk needs the true CATE)'
             )
+        if self.risk != "tau" and tau is not None:
+            warnings.warn(
+                f'`tau` is used by risk="tau" only; ignored with risk="{self.risk}"',
+                UserWarning,
+                stacklevel=2,
+            )
         tau = None if tau is None else check_design(tau, "tau", ndim=1, n=n)
         unit_names, units = self._resolve_units(names)
         self._check_units(X, names, unit_names, units)
+        _warn_collinear(X, names)
         seeds = spawn_seeds(self.random_state, 2 + self.cv * len(units))
         split_seed, learner_seed = (int(s.generate_state(1)[0]) for s in seeds[:2])
         learner = as_cate(
@@ -276,6 +310,11 @@ class _CrossFitImportance(BaseEstimator):
         if self.groups is not None and self.features is not None:
             raise ValueError("pass either `features` or `groups`, not both")
         if self.groups is not None:
+            if isinstance(self.groups, str) or not hasattr(self.groups, "__iter__"):
+                raise TypeError(
+                    "`groups` must be a dict {name: [columns]} or a list of lists of columns, "
+                    f"got {self.groups!r}"
+                )
             items = (
                 self.groups.items()
                 if isinstance(self.groups, dict)
@@ -384,9 +423,11 @@ class PermuCATE(_CrossFitImportance):
     sampler : sampler, default=None
         Object with ``fit(X, groups)`` and ``sample(X, group, n_samples, rng) -> (P, n, |g|)``;
         ``None``: :class:`~permucate.ConditionalSampler` with ``feature_types``.
-    feature_types : "auto" or list of {"continuous", "categorical"}, default="auto"
-        Column types for the default sampler (binary / categorical columns are drawn from
-        ``predict_proba``).
+    feature_types : "auto", "continuous", "categorical", list or dict, default="auto"
+        Column types for the default sampler: one name for all columns, a list with one entry
+        per column, or a dict ``{column: type}`` (other columns inferred). ``"auto"``: at most
+        10 distinct values -> categorical (drawn from ``predict_proba``), else continuous.
+        Not used with a custom ``sampler``.
     groups : dict of name -> columns, or list of lists, default=None
         Feature groups permuted jointly; one importance per group.
     features : list of names or indices, default=None
@@ -415,6 +456,8 @@ class PermuCATE(_CrossFitImportance):
     std_err_ : ndarray of shape (G,)
     variance_tau_ : float
         Estimated ``Var(τ(X))`` (one-step DR estimate; the true one for ``risk="tau"``).
+    feature_types_ : list of str or None
+        Column types the default sampler used (``None`` with a custom ``sampler``).
     feature_names_in_ : ndarray of str, shape (d,)
     importance_names_ : ndarray of str, shape (G,)
     learners_, nuisances_, samplers_ : lists of the K fitted learners, risk nuisances, samplers
@@ -483,7 +526,7 @@ class PermuCATE(_CrossFitImportance):
 
     def _fit_model(self, learner, X, T, Y, units, seed, extra):
         sampler = (
-            ConditionalSampler(feature_types=self.feature_types)
+            ConditionalSampler(feature_types=self.feature_types_)
             if self.sampler is None
             else copy.deepcopy(self.sampler)
         )
@@ -492,10 +535,24 @@ class PermuCATE(_CrossFitImportance):
 
     def _check_units(self, X, names, unit_names, units):
         if self.sampler is not None:
+            if not (isinstance(self.feature_types, str) and self.feature_types == "auto"):
+                raise ValueError(
+                    "`feature_types` configures the default sampler only; set the types on "
+                    "your `sampler` instead"
+                )
+            self.feature_types_ = None
             return
+        types = self.feature_types
+        if isinstance(types, dict):  # {column name: type}; the other columns are inferred
+            unknown = sorted(set(types) - set(names))
+            if unknown:
+                raise ValueError(f"`feature_types` names unknown columns {unknown}")
+            inferred = resolve_feature_types("auto", X)
+            types = [types.get(name, auto) for name, auto in zip(names, inferred, strict=True)]
+        self.feature_types_ = resolve_feature_types(types, X)
+        types = self.feature_types_
         # The default sampler draws a group by residual permutation or from predict_proba,
         # never both: name the offending columns before any fold is fitted.
-        types = resolve_feature_types(self.feature_types, X)
         for unit_name, group in zip(unit_names, units, strict=True):
             if len({types[j] for j in group}) > 1:
                 columns = ", ".join(f"{names[j]} ({types[j]})" for j in group)
@@ -592,6 +649,8 @@ class LOCO(_CrossFitImportance):
     def _check_params(self):
         super()._check_params()
         check_choice(self.mode, "mode", ("full", "final"))
+        if self.mode == "full" and self.final_model is not None:
+            raise ValueError('`final_model` is used by mode="final" only')
 
     def _plot_title(self):
         return f"LOCO, mode={self.mode} ({self.risk} risk)"

@@ -156,7 +156,11 @@ class CateModel:
     (an already fitted regressor whose ``predict`` is the effect, e.g. a DR-learner's final stage).
     """
 
+    KINDS = ("econml", "causalml", "native", "fixed", "regressor")
+
     def __init__(self, estimator, kind):
+        if kind not in self.KINDS:
+            raise ValueError(f"`kind` must be one of {self.KINDS}, got {kind!r}")
         self.estimator = estimator
         self.kind = kind
 
@@ -191,7 +195,10 @@ class CateModel:
             out = np.asarray(self.estimator.predict(X)).reshape(len(X), -1)[:, 0]
         else:
             out = self.estimator(X)
-        out = np.asarray(out, dtype=np.float64).reshape(-1)
+        try:
+            out = np.asarray(out, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"the learner's effects are not numbers: {err}") from None
         if out.shape[0] != len(X):
             raise ValueError(
                 f"the learner returned {out.shape[0]} effects for {len(X)} rows; "
@@ -211,7 +218,9 @@ def as_cate(obj):
         - an econml estimator (``fit(Y, T, *, X=...)`` and ``effect(X)``);
         - a causalml meta-learner (``fit(X, treatment, y)`` and ``predict(X)``);
         - an object with ``fit(X, T, Y)`` and ``effect(X)``;
-        - a callable ``τ̂(X) -> (n,)`` used as a fixed, already-fitted effect (oracles);
+        - a callable ``τ̂(X) -> (n,)`` used as a fixed, already-fitted effect (oracles); it
+          receives a float64 ndarray of shape (n, d) with the columns in the order of ``X``
+          (never a DataFrame);
         - a :class:`CateModel` (returned unchanged).
 
     Returns
@@ -225,6 +234,11 @@ def as_cate(obj):
     """
     if isinstance(obj, CateModel):
         return obj
+    if inspect.isclass(obj):
+        raise TypeError(
+            f"`learner` must be an estimator instance, got the class {obj.__name__}; "
+            f"call it first, e.g. {obj.__name__}(...)"
+        )
     fit = getattr(obj, "fit", None)
     if callable(fit):
         params = [

@@ -21,7 +21,9 @@ CLIP_WARN_FRACTION = 0.05
 def check_regressor(model, name):
     """``model`` if it is ``None`` or an sklearn-style regressor, else a TypeError naming it."""
     if model is not None and (
-        not (hasattr(model, "fit") and hasattr(model, "predict")) or is_classifier(model)
+        inspect.isclass(model)
+        or not (hasattr(model, "fit") and hasattr(model, "predict"))
+        or is_classifier(model)
     ):
         raise TypeError(f"`{name}` must be an sklearn regressor (fit + predict), got {model!r}")
     return model
@@ -29,7 +31,9 @@ def check_regressor(model, name):
 
 def check_classifier(model, name):
     """``model`` if it is ``None`` or a classifier with ``predict_proba``, else a TypeError."""
-    if model is not None and not (hasattr(model, "fit") and hasattr(model, "predict_proba")):
+    if model is not None and (
+        inspect.isclass(model) or not (hasattr(model, "fit") and hasattr(model, "predict_proba"))
+    ):
         raise TypeError(f"`{name}` must be an sklearn classifier with predict_proba, got {model!r}")
     return model
 
@@ -120,7 +124,8 @@ class RiskNuisances(BaseEstimator):
         self.mu1_ = clone(outcome).fit(X[T == 1], Y[T == 1])
         self.propensity_ = clone(propensity).fit(X, T)
         self._treated_column = int(np.flatnonzero(self.propensity_.classes_ == 1)[0])
-        raw = self.propensity_.predict_proba(X)[:, self._treated_column]
+        proba = _checked(self.propensity_.predict_proba(X), "propensity_model", (len(X), 2))
+        raw = proba[:, self._treated_column]
         self.clipped_fraction_ = float(np.mean((raw <= low) | (raw >= high)))
         if self.clipped_fraction_ > CLIP_WARN_FRACTION:
             warnings.warn(
@@ -142,13 +147,19 @@ class RiskNuisances(BaseEstimator):
         -------
         dict of ndarray of shape (n,), float64
             ``mu0``, ``mu1``, ``pi`` (clipped) and ``m = π̂ μ̂1 + (1 − π̂) μ̂0``.
+
+        Raises
+        ------
+        ValueError
+            If a nuisance model returns the wrong shape, NaN or infinity.
         """
         check_is_fitted(self, "propensity_")
         X = check_design(X, "X")
         low, high = self.clip
-        pi = np.clip(self.propensity_.predict_proba(X)[:, self._treated_column], low, high)
-        mu0 = np.asarray(self.mu0_.predict(X), dtype=np.float64).reshape(-1)
-        mu1 = np.asarray(self.mu1_.predict(X), dtype=np.float64).reshape(-1)
+        proba = _checked(self.propensity_.predict_proba(X), "propensity_model", (len(X), 2))
+        pi = np.clip(proba[:, self._treated_column], low, high)
+        mu0 = _checked(self.mu0_.predict(X), "outcome_model", (len(X),))
+        mu1 = _checked(self.mu1_.predict(X), "outcome_model", (len(X),))
         return {"mu0": mu0, "mu1": mu1, "pi": pi, "m": pi * mu1 + (1 - pi) * mu0}
 
     def pseudo_outcome(self, X, T, Y):
@@ -180,6 +191,18 @@ class RiskNuisances(BaseEstimator):
                 f"`clip` must be a pair (low, high) with 0 < low < high < 1, got {clip!r}"
             )
         return clip
+
+
+def _checked(predictions, name, shape):
+    """Model output as float64 of ``shape`` (a trailing singleton axis is dropped), finite."""
+    out = np.asarray(predictions, dtype=np.float64)
+    if out.ndim == len(shape) + 1 and out.shape[-1] == 1:
+        out = out[..., 0]
+    if out.shape != shape:
+        raise ValueError(f"`{name}` returned predictions of shape {out.shape}, expected {shape}")
+    if not np.isfinite(out).all():
+        raise ValueError(f"`{name}` returned NaN or infinite predictions")
+    return out
 
 
 def dr_pseudo_outcome(nuisances, T, Y):

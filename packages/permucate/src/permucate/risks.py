@@ -29,10 +29,12 @@ def _as_float(tau_hat, **targets):
         value = np.asarray(value, dtype=np.float64)
         if value.ndim != 1 or tau_hat.ndim == 0 or value.shape[0] != tau_hat.shape[-1]:
             raise ValueError(
-                f"`{name}` must be 1-D with {tau_hat.shape[-1:]} entries (the last axis of "
-                f"`tau_hat`), got shape {value.shape}"
+                f"`{name}` has shape {value.shape} but `tau_hat` has shape {tau_hat.shape}: "
+                f"`{name}` must be 1-D with one entry per column of `tau_hat`'s last axis"
             )
         out.append(value)
+    if not all(np.isfinite(a).all() for a in (tau_hat, *out)):
+        raise ValueError("`tau_hat` and the risk targets must be finite (no NaN or infinity)")
     return tau_hat, *out
 
 
@@ -99,6 +101,8 @@ def r_risk(tau_hat, y, t, m_hat, pi_hat):
     tau_hat, y, t, m_hat, pi_hat = _as_float(tau_hat, y=y, t=t, m_hat=m_hat, pi_hat=pi_hat)
     if not np.isin(t, (0.0, 1.0)).all():
         raise ValueError("`t` must be binary in {0, 1}")
+    if not ((pi_hat > 0) & (pi_hat < 1)).all():
+        raise ValueError("`pi_hat` must lie strictly between 0 and 1")
     return ((y - m_hat) - (t - pi_hat) * tau_hat) ** 2
 
 

@@ -175,6 +175,7 @@ class ConditionalSampler:
         check_scalar(
             self.categorical_max_cardinality, "categorical_max_cardinality", kind=int, low=1
         )
+        self.n_features_in_ = X.shape[1]
         self.groups_ = _check_groups(groups, X.shape[1])
         types = resolve_feature_types(self.feature_types, X, self.categorical_max_cardinality)
         reg = default_outcome_model() if self.model_regression is None else self.model_regression
@@ -213,7 +214,7 @@ class ConditionalSampler:
             sampler = _HidimstatSampler(
                 model_regression=clone(reg), model_categorical=clone(clf), data_type=kind
             )
-            jobs.append((sampler, rest, target))
+            jobs.append((sampler, rest, target, g))
         fitted = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_one)(*job) for job in jobs if job is not None
         )
@@ -245,6 +246,7 @@ class ConditionalSampler:
         """
         g = _fitted_group(self, group)
         check_scalar(n_samples, "n_samples", kind=int, low=1)
+        X = _check_width(self, X)
         shape = (n_samples, X.shape[0], g.size)
         classes = self.classes_[group]
         if self.samplers_[group] is None:
@@ -269,6 +271,15 @@ class ConditionalSampler:
         )
 
 
+def _check_width(sampler, X):
+    X = check_design(X, "X")
+    if X.shape[1] != sampler.n_features_in_:
+        raise ValueError(
+            f"`X` has {X.shape[1]} columns, the sampler was fitted on {sampler.n_features_in_}"
+        )
+    return X
+
+
 def _fitted_group(sampler, group):
     if not hasattr(sampler, "groups_"):
         raise NotFittedError(f"this {type(sampler).__name__} is not fitted yet; call fit first")
@@ -277,8 +288,16 @@ def _fitted_group(sampler, group):
     return sampler.groups_[group]
 
 
-def _fit_one(sampler, X_minus_g, X_g):
-    sampler.fit(X_minus_g, X_g)
+def _fit_one(sampler, X_minus_g, X_g, group):
+    try:
+        sampler.fit(X_minus_g, X_g)
+    except ValueError as err:
+        raise ValueError(
+            f"fitting the conditional model of columns {group.tolist()} "
+            f"({sampler.data_type}) failed: {err}. A categorical column with rare levels needs "
+            "a classifier without internal cross-validation (model_categorical="
+            "LogisticRegression()), or declare it continuous in `feature_types`"
+        ) from err
     return sampler
 
 
@@ -329,6 +348,7 @@ class LinearGaussianSampler:
             raise ValueError(f"`alpha` must be a positive number, got {self.alpha!r}")
         X = check_design(X, "X")
         d = X.shape[1]
+        self.n_features_in_ = d
         self.groups_ = _check_groups(groups, d)
         self.mean_ = X.mean(axis=0)
         Xc = X - self.mean_
@@ -350,7 +370,7 @@ class LinearGaussianSampler:
         """
         if not hasattr(self, "precision_"):
             raise NotFittedError("this LinearGaussianSampler is not fitted yet; call fit first")
-        Xc = check_design(X, "X") - self.mean_
+        Xc = _check_width(self, X) - self.mean_
         if group is None:
             return (Xc @ self.precision_) / np.diag(self.precision_)
         g = _fitted_group(self, group)
@@ -373,6 +393,7 @@ class LinearGaussianSampler:
         """
         g = _fitted_group(self, group)
         check_scalar(n_samples, "n_samples", kind=int, low=1)
+        X = _check_width(self, X)
         rng = np.random.default_rng(random_state)
         resid = self.residuals(X, group)
         fitted = X[:, g] - resid
