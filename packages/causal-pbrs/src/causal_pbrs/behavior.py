@@ -1,0 +1,162 @@
+"""Demonstrators who see the confounder U, and their exact values.
+
+The paper's offline data come from behaviour policies x = β(s, u) that act on the wind (or slip)
+U the learner never sees (Li, Zhang & Bareinboim, ICML 2025, Sec. 2 and 5). Here a demonstrator is
+a table π_h(x | s, u) over the cells of U, so that both sampling and the exact observational
+distribution are available. Built in: an expert (optimal in the U-revealed MDP), an anti-expert
+(worst there) and a uniform random policy, each mixed with ε = 0.05 uniform actions (the
+official behaviour policies act at random 5% of the time).
+
+Axis letters: H horizon, S states, K cells of U, A actions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icml25_core import as_generator, check_array
+
+from ._validation import check_real
+
+__all__ = ["Demonstrator", "anti_expert", "exact_values", "expert", "random_policy"]
+
+EPSILON = (
+    0.05  # official: `np.random.rand() < .95` in every behaviour policy of calculate_values.py
+)
+
+
+class Demonstrator:
+    """A behaviour policy that sees U: π_h(x | s, u) as a table over the cells of U.
+
+    Parameters
+    ----------
+    env : TabularCMDP
+        The environment whose cells of U the table is indexed by.
+    table : array_like of shape (H, S, K, A) or (S, K, A), float
+        Action probabilities; a 3-D table is used at every step. Rows sum to 1.
+    name : str, default="demonstrator"
+
+    Raises
+    ------
+    ValueError
+        If the table's shape does not match `env` or a row does not sum to 1.
+
+    Notes
+    -----
+    Call it as ``policy(s, h, u, rng)``, with ``u`` what ``env.confounder`` reveals (the raw
+    uniform draw on toy-text environments, the wind index on :class:`WindyGrid`).
+
+    Examples
+    --------
+    >>> from causal_pbrs import WindyGrid
+    >>> env = WindyGrid.preset("empty8")
+    >>> always_still = Demonstrator(env, np.eye(5)[np.full((64, 5), 4)], name="still")
+    >>> always_still(9, 0, 1, np.random.default_rng(0))
+    4
+    """
+
+    def __init__(self, env, table, name: str = "demonstrator") -> None:
+        H, S, K, A = env.horizon, env.n_states, env.n_cells, env.n_actions
+        table = check_array(table, "table", ndim=(3, 4), cast=np.float64)
+        if table.ndim == 3:
+            table = np.broadcast_to(table, (H, *table.shape))
+        if table.shape != (H, S, K, A):
+            raise ValueError(f"`table` must have shape ({H}, {S}, {K}, {A}), got {table.shape}")
+        if (table < 0).any() or not np.allclose(table.sum(axis=-1), 1.0, atol=1e-9):
+            raise ValueError("`table` rows must be probabilities summing to 1")
+        self.env = env
+        self.name = str(name)
+        self.probs_table = np.array(table)
+        self.probs_table.setflags(write=False)
+
+    def check_env(self, env) -> None:
+        """Raise ValueError unless the table fits `env`'s sizes."""
+        want = (env.horizon, env.n_states, env.n_cells, env.n_actions)
+        if self.probs_table.shape != want:
+            raise ValueError(
+                f"`policy` was built for tables of shape {self.probs_table.shape}; this "
+                f"environment needs {want}"
+            )
+
+    def probs(self, h: int, s: int, u) -> np.ndarray:
+        """π_h(· | s, u): shape (A,)."""
+        return self.probs_table[h, s, self.env.confounder_cell(s, u)]
+
+    def __call__(self, s: int, h: int, u, rng=None) -> int:
+        cum = np.cumsum(self.probs(h, s, u))
+        return int(np.argmax(cum / cum[-1] > as_generator(rng).random()))
+
+    def __repr__(self) -> str:
+        return f"Demonstrator({self.name!r}, shape={self.probs_table.shape})"
+
+
+def _revealed(env, epsilon, worst):
+    """Greedy (or anti-greedy) policy of the U-revealed MDP, mixed with ε uniform actions."""
+    epsilon = check_real(epsilon, "epsilon", low=0, high=1)
+    H, S, K, A = env.horizon, env.n_states, env.n_cells, env.n_actions
+    V = np.zeros(S)
+    table = np.empty((H, S, K, A))
+    for h in range(H - 1, -1, -1):
+        q = env.reward + np.where(env.terminal, 0.0, V)[env.next_state]  # (S, A, K)
+        q = q.transpose(0, 2, 1)  # (S, K, A)
+        pick = q.argmin(axis=-1) if worst else q.argmax(axis=-1)
+        table[h] = (1.0 - epsilon) * np.eye(A)[pick] + epsilon / A
+        V = np.einsum("sk,sk->s", env.u_prob, np.take_along_axis(q, pick[..., None], -1)[..., 0])
+        V[env.terminal] = 0.0
+    return table
+
+
+def expert(env, epsilon: float = EPSILON) -> Demonstrator:
+    """The demonstrator who acts optimally on what it sees of U, with ε uniform actions.
+
+    Parameters
+    ----------
+    env : TabularCMDP
+    epsilon : float, default=0.05
+        Probability of a uniform action (official: 5%).
+
+    Returns
+    -------
+    Demonstrator
+        ``(1 − ε)·1[x = argmax_a Q^U_h(s, u, a)] + ε/A`` with the U-revealed values
+        ``Q^U_h(s, u, a) = r(s, a, u) + V^U_{h+1}(f(s, a, u))``, ``V^U_h(s) = E_u max_a Q^U_h``
+        (ties: the first action).
+    """
+    return Demonstrator(env, _revealed(env, epsilon, worst=False), name="expert")
+
+
+def anti_expert(env, epsilon: float = EPSILON) -> Demonstrator:
+    """The demonstrator who acts worst on what it sees of U (argmin instead of argmax)."""
+    return Demonstrator(env, _revealed(env, epsilon, worst=True), name="anti-expert")
+
+
+def random_policy(env) -> Demonstrator:
+    """The uniform random demonstrator (official ``np.random.choice(5)``)."""
+    shape = (env.horizon, env.n_states, env.n_cells, env.n_actions)
+    return Demonstrator(env, np.full(shape, 1.0 / env.n_actions), name="random")
+
+
+def exact_values(env, policy: Demonstrator) -> np.ndarray:
+    """Exact value of a demonstrator's own behaviour: the limit of its Monte-Carlo returns.
+
+    Parameters
+    ----------
+    env : TabularCMDP
+    policy : Demonstrator
+
+    Returns
+    -------
+    ndarray of shape (H + 1, S), float64
+        V^β_h(s) = E[Σ_{t >= h} Y_t | S_h = s] under β, with V^β_H ≡ 0. Because β sees U this
+        can exceed the interventional optimum V*_h(s): behavioural values are not upper bounds.
+    """
+    if not isinstance(policy, Demonstrator):
+        raise TypeError(f"`policy` must be a Demonstrator, got {type(policy).__name__}")
+    policy.check_env(env)
+    H, S = env.horizon, env.n_states
+    V = np.zeros((H + 1, S))
+    for h in range(H - 1, -1, -1):
+        q = (env.reward + np.where(env.terminal, 0.0, V[h + 1])[env.next_state]).transpose(0, 2, 1)
+        V[h] = np.einsum("sk,ska,ska->s", env.u_prob, policy.probs_table[h], q)
+        V[h, env.terminal] = 0.0
+    return V

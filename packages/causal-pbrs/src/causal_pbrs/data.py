@@ -1,0 +1,312 @@
+"""Offline logs of a demonstrator and their sufficient statistics.
+
+Everything the causal bound needs from a log of tuples (h, s, x, y, s', done) is a set of counts
+(Li, Zhang & Bareinboim, ICML 2025, Sec. 3): the propensities P̂_h(x | s) = N_h(s, x) / N_h(s),
+the observational transitions T̃_h(s, x, s') = N_h(s, x, s') / N_h(s, x) and rewards
+R̃_h(s, x) = ΣY / N_h(s, x). Counts are additive, so shards of a large log can be counted apart
+(on Dask or Ray workers) and summed.
+
+Axis letters: N rows, H horizon, S states, A actions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from icml25_core import check_array, check_consistent_length
+
+from ._validation import check_index_array, check_int
+
+__all__ = ["Counts", "OfflineDataset"]
+
+
+@dataclass(frozen=True, eq=False)
+class Counts:
+    """Sufficient statistics of one or more logs (or their exact expectation).
+
+    Parameters
+    ----------
+    n_s : ndarray of shape (H, S)
+        N_h(s): visits of s at step h.
+    n_sa : ndarray of shape (H, S, A)
+        N_h(s, x): times x was taken there.
+    n_sas : ndarray of shape (H, S, A, S)
+        N_h(s, x, s'): steps that continued to s' (``done`` False).
+    n_end : ndarray of shape (H, S, A)
+        Steps that entered a terminal state (``done`` True); ``n_sa = n_sas.sum(-1) + n_end``.
+    y_sum : ndarray of shape (H, S, A)
+        Sum of the rewards of those steps.
+    terminal : ndarray of shape (S,), bool
+        States entered with ``done`` True.
+    y_min, y_max : float
+        Smallest and largest reward logged.
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree, a count is negative or a value is NaN or infinite.
+    """
+
+    n_s: np.ndarray
+    n_sa: np.ndarray
+    n_sas: np.ndarray
+    n_end: np.ndarray
+    y_sum: np.ndarray
+    terminal: np.ndarray
+    y_min: float
+    y_max: float
+
+    def __post_init__(self):
+        n_s = check_array(self.n_s, "n_s", ndim=2, cast=np.float64)
+        H, S = n_s.shape
+        n_sa = check_array(self.n_sa, "n_sa", ndim=3, cast=np.float64)
+        A = n_sa.shape[2]
+        checked = {
+            "n_s": n_s,
+            "n_sa": check_array(n_sa, "n_sa", shape=(H, S, A)),
+            "n_sas": check_array(self.n_sas, "n_sas", shape=(H, S, A, S), cast=np.float64),
+            "n_end": check_array(self.n_end, "n_end", shape=(H, S, A), cast=np.float64),
+            "y_sum": check_array(self.y_sum, "y_sum", shape=(H, S, A), cast=np.float64),
+        }
+        for name in ("n_s", "n_sa", "n_sas", "n_end"):
+            if (checked[name] < 0).any():
+                raise ValueError(f"`{name}` must be non-negative")
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+        terminal = check_array(self.terminal, "terminal", shape=(S,), dtype="bool")
+        object.__setattr__(self, "terminal", terminal)
+        object.__setattr__(self, "y_min", float(self.y_min))
+        object.__setattr__(self, "y_max", float(self.y_max))
+
+    @property
+    def horizon(self) -> int:
+        return self.n_s.shape[0]
+
+    @property
+    def n_states(self) -> int:
+        return self.n_s.shape[1]
+
+    @property
+    def n_actions(self) -> int:
+        return self.n_sa.shape[2]
+
+    def __add__(self, other: Counts) -> Counts:
+        if not isinstance(other, Counts):
+            return NotImplemented
+        if other.n_sas.shape != self.n_sas.shape:
+            raise ValueError(
+                f"cannot add counts of shape {other.n_sas.shape} to counts of shape "
+                f"{self.n_sas.shape} (different horizon, states or actions)"
+            )
+        return Counts(
+            self.n_s + other.n_s,
+            self.n_sa + other.n_sa,
+            self.n_sas + other.n_sas,
+            self.n_end + other.n_end,
+            self.y_sum + other.y_sum,
+            self.terminal | other.terminal,
+            min(self.y_min, other.y_min),
+            max(self.y_max, other.y_max),
+        )
+
+    def pooled(self) -> Counts:
+        """The counts summed over steps h: shape (1, ...) (the stationary, official estimate)."""
+        return Counts(
+            *(getattr(self, n).sum(axis=0, keepdims=True) for n in ("n_s", "n_sa", "n_sas")),
+            self.n_end.sum(axis=0, keepdims=True),
+            self.y_sum.sum(axis=0, keepdims=True),
+            self.terminal,
+            self.y_min,
+            self.y_max,
+        )
+
+
+class OfflineDataset:
+    """A log of transitions (h, s, x, y, s', done) from a demonstrator, one row per step.
+
+    Parameters
+    ----------
+    h : array_like of shape (N,), int
+        Step within the episode, 0 <= h < `horizon`.
+    s : array_like of shape (N,), int
+        State, 0 <= s < `n_states`.
+    x : array_like of shape (N,), int
+        The demonstrator's action, 0 <= x < `n_actions`.
+    y : array_like of shape (N,), float
+        Reward.
+    s_next : array_like of shape (N,), int
+        Next state.
+    done : array_like of shape (N,), bool
+        Whether the step entered a terminal state (not set when the horizon cut the episode).
+    n_states, n_actions, horizon : int
+        Sizes of the problem (>= 1).
+
+    Raises
+    ------
+    ValueError
+        If the dataset is empty, the arrays differ in length, an index is out of range or a
+        reward is NaN or infinite.
+    TypeError
+        If an index array is not of integer dtype or `done` is not boolean (or 0/1).
+
+    Examples
+    --------
+    >>> data = OfflineDataset(
+    ...     h=[0, 1], s=[0, 1], x=[1, 0], y=[0.0, 1.0], s_next=[1, 2], done=[False, True],
+    ...     n_states=3, n_actions=2, horizon=2,
+    ... )
+    >>> len(data), data.counts().n_sa[0, 0, 1]
+    (2, 1.0)
+    """
+
+    fields = ("h", "s", "x", "y", "s_next", "done")
+
+    def __init__(self, h, s, x, y, s_next, done, n_states, n_actions, horizon) -> None:
+        self.n_states = check_int(n_states, "n_states", low=1)
+        self.n_actions = check_int(n_actions, "n_actions", low=1)
+        self.horizon = check_int(horizon, "horizon", low=1)
+        check_consistent_length(h=h, s=s, x=x, y=y, s_next=s_next, done=done)
+        if len(h) == 0:
+            raise ValueError("`h` is empty: the dataset has no transitions")
+        self.h = check_index_array(h, "h", self.horizon)
+        self.s = check_index_array(s, "s", self.n_states)
+        self.x = check_index_array(x, "x", self.n_actions)
+        self.s_next = check_index_array(s_next, "s_next", self.n_states)
+        self.y = check_array(y, "y", ndim=1, dtype="numeric", cast=np.float64)
+        done = check_array(done, "done", ndim=1, dtype="numeric")
+        if done.dtype != bool and not np.isin(done, (0, 1)).all():
+            raise ValueError("`done` must be boolean (or 0/1)")
+        self.done = done.astype(bool)
+        for name in self.fields:
+            getattr(self, name).setflags(write=False)
+
+    def __len__(self) -> int:
+        return len(self.h)
+
+    def __repr__(self) -> str:
+        return (
+            f"OfflineDataset({len(self)} transitions, n_states={self.n_states}, "
+            f"n_actions={self.n_actions}, horizon={self.horizon})"
+        )
+
+    def __add__(self, other: OfflineDataset) -> OfflineDataset:
+        """Concatenate two logs of the same problem (same sizes)."""
+        if not isinstance(other, OfflineDataset):
+            return NotImplemented
+        mine = (self.n_states, self.n_actions, self.horizon)
+        theirs = (other.n_states, other.n_actions, other.horizon)
+        if mine != theirs:
+            raise ValueError(
+                f"cannot merge datasets of (n_states, n_actions, horizon) {theirs} and {mine}"
+            )
+        cols = [np.concatenate([getattr(self, f), getattr(other, f)]) for f in self.fields]
+        return OfflineDataset(*cols, *mine)
+
+    def counts(self, *, pooled: bool = False) -> Counts:
+        """Count visits, actions, transitions and reward sums per step.
+
+        Parameters
+        ----------
+        pooled : bool, default=False
+            Count every step as h = 0: the same as ``counts().pooled()``, without the per-step
+            arrays (the official, stationary estimate).
+
+        Returns
+        -------
+        Counts
+            ``n_s`` (H, S), ``n_sa`` (H, S, A), ``n_sas`` (H, S, A, S) for continuing steps,
+            ``n_end`` (H, S, A), ``y_sum`` (H, S, A), ``terminal`` (S,); H is 1 when `pooled`.
+            Computed with ``np.bincount`` over flat indices (the same sums as ``np.add.at``).
+        """
+        H, S, A = (1 if pooled else self.horizon), self.n_states, self.n_actions
+        hs = self.s if pooled else self.h * S + self.s
+        hsa = hs * A + self.x
+        ends = self.done.astype(np.float64)
+
+        def count(index, size, weights=None):
+            out = np.bincount(index, weights=weights, minlength=size)
+            return out if weights is not None else out.astype(np.float64)
+
+        n_sa = count(hsa, H * S * A)
+        n_end = count(hsa, H * S * A, ends)
+        return Counts(
+            n_s=count(hs, H * S).reshape(H, S),
+            n_sa=n_sa.reshape(H, S, A),
+            # weights 1 − done keep the continuing steps (faster than a boolean selection)
+            n_sas=count(hsa * S + self.s_next, H * S * A * S, 1.0 - ends).reshape(H, S, A, S),
+            n_end=n_end.reshape(H, S, A),
+            y_sum=count(hsa, H * S * A, self.y).reshape(H, S, A),
+            terminal=count(self.s_next, S, ends) > 0,
+            y_min=float(self.y.min()),
+            y_max=float(self.y.max()),
+        )
+
+    def episode_starts(self) -> np.ndarray:
+        """Boolean (N,): rows that begin an episode (h = 0, or the previous row ended or does
+        not lead to this one)."""
+        start = np.ones(len(self), dtype=bool)
+        start[1:] = (
+            (self.h[1:] == 0)
+            | (self.h[1:] != self.h[:-1] + 1)
+            | self.done[:-1]
+            | (self.s[1:] != self.s_next[:-1])
+        )
+        return start
+
+    def returns_to_go(self) -> np.ndarray:
+        """Σ of the rewards from each row to the end of its episode, shape (N,)."""
+        episode = np.cumsum(self.episode_starts())
+        G = self.y.copy()
+        for t in range(1, self.horizon):
+            same = np.zeros(len(self), dtype=bool)
+            same[: len(self) - t] = episode[t:] == episode[:-t]
+            G[same] += self.y[t:][same[: len(self) - t]]
+        return G
+
+    def save(self, path) -> Path:
+        """Write the log and its sizes to a compressed ``.npz`` file; returns the path."""
+        path = Path(path)
+        np.savez_compressed(
+            path,
+            **{f: getattr(self, f) for f in self.fields},
+            n_states=self.n_states,
+            n_actions=self.n_actions,
+            horizon=self.horizon,
+        )
+        return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+
+    @classmethod
+    def load(cls, path, *, n_states=None, n_actions=None, horizon=None) -> OfflineDataset:
+        """Read a log from ``.npz`` with arrays ``h, s, x, y, s_next, done``.
+
+        The sizes are read from the file when it has them (files written by :meth:`save`);
+        otherwise, or to override them, pass `n_states`, `n_actions` and `horizon`.
+
+        Raises
+        ------
+        FileNotFoundError
+            If `path` does not exist.
+        ValueError
+            If an array or a size is missing.
+        """
+        with np.load(Path(path)) as archive:
+            missing = [f for f in cls.fields if f not in archive]
+            if missing:
+                raise ValueError(f"{path}: arrays {missing} missing (needs {list(cls.fields)})")
+            cols = [archive[f] for f in cls.fields]
+            sizes = {}
+            for name, given in (
+                ("n_states", n_states),
+                ("n_actions", n_actions),
+                ("horizon", horizon),
+            ):
+                if given is not None:
+                    sizes[name] = given
+                elif name in archive:
+                    sizes[name] = int(archive[name])
+                else:
+                    raise ValueError(f"{path} does not record `{name}`: pass {name}=...")
+        return cls(*cols, **sizes)

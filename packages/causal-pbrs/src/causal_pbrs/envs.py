@@ -1,0 +1,773 @@
+"""Confounded tabular MDPs with exact transition tables (gymnasium environments).
+
+A confounded MDP (CMDP; Li, Zhang & Bareinboim, ICML 2025, Sec. 2) with horizon H: at each step an
+unobserved U_h ~ P(U | S_h) drives the demonstrator's action X_h = β(S_h, U_h), the reward
+Y_h = r(S_h, X_h, U_h) and the next state S_{h+1} = f(S_h, X_h, U_h). A learner plays do(x) blind
+to U, so its transition and reward tables are averages over U:
+
+    T(s, a, s') = Σ_u P(u | s) 1[f(s, a, u) = s'],    R(s, a) = Σ_u P(u | s) r(s, a, u).
+
+Every environment here stores these structural equations as finite tables over the cells of U
+(:class:`TabularCMDP`), from which the do-tables, the optimal values, the exact observational
+distribution of a demonstrator and fast simulation all follow. ``step(a)`` is do(a) and never
+reveals U.
+
+Axis letters: H horizon, S states, A actions, K cells of the confounder U.
+Time steps are 0-based in arrays: h = 0, ..., H - 1; row H of a value table is V_{H+1} ≡ 0.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import ClassVar
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from icml25_core import as_generator, check_array, check_choice
+
+from ._validation import check_index_array, check_int, check_probabilities, check_real
+
+__all__ = ["ConfoundedToyText", "TabularCMDP", "WindyGrid"]
+
+
+def _first_true(mask: np.ndarray) -> np.ndarray:
+    """Index of the first True along the last axis (0 when none), numpy's ``argmax`` rule."""
+    return np.argmax(mask, axis=-1)
+
+
+class TabularCMDP(gymnasium.Env):
+    """A finite-horizon confounded MDP given by its structural equations.
+
+    Parameters
+    ----------
+    u_prob : array_like of shape (S, K), float
+        P(U = k | S = s): the distribution of the confounder's cells at each state (rows sum to 1;
+        padding cells have probability 0).
+    next_state : array_like of shape (S, A, K), int
+        f(s, a, k): the state entered when action a is taken at s and U falls in cell k.
+    reward : array_like of shape (S, A, K), float
+        r(s, a, k): the reward of that step.
+    terminal : array_like of shape (S,), bool
+        States that end the episode when entered; they are worth 0.
+    initial : array_like of shape (S,), float
+        Distribution of the first state (no mass on terminal states).
+    horizon : int
+        H >= 1, the number of steps of an episode.
+    u_upper : array_like of shape (S, K), float, optional
+        Upper edges of the cells on [0, 1): ``step`` draws u ~ Uniform[0, 1) and U falls in the
+        first cell whose edge exceeds u. Defaults to the cumulative sums of `u_prob`.
+
+    Attributes
+    ----------
+    n_states, n_actions, n_cells, horizon : int
+    u_prob, next_state, reward, terminal, initial, u_upper : ndarray
+        The validated tables (read-only).
+
+    Raises
+    ------
+    ValueError
+        If a table has the wrong shape, a probability row does not sum to 1, a next state is out
+        of range, a reward is NaN or infinite, the initial distribution puts mass on a terminal
+        state, or `horizon` < 1.
+
+    Notes
+    -----
+    Source: the CMDP of Li, Zhang & Bareinboim (2025), Sec. 2; termination is a property of the
+    state entered (gymnasium's toy-text ``done`` flags), and terminal states are worth 0.
+
+    Examples
+    --------
+    A two-state chain where U decides whether action 1 reaches the goal:
+
+    >>> import numpy as np
+    >>> env = TabularCMDP(
+    ...     u_prob=[[0.5, 0.5], [1.0, 0.0]],
+    ...     next_state=[[[0, 0], [1, 0]], [[1, 1], [1, 1]]],
+    ...     reward=[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]],
+    ...     terminal=[False, True],
+    ...     initial=[1.0, 0.0],
+    ...     horizon=2,
+    ... )
+    >>> V, Q = env.optimal_values()
+    >>> float(V[0, 0])
+    0.75
+    """
+
+    metadata: ClassVar[dict] = {"render_modes": []}
+
+    def __init__(
+        self, u_prob, next_state, reward, terminal, initial, horizon, *, u_upper=None
+    ) -> None:
+        u_prob = check_probabilities(check_array(u_prob, "u_prob", ndim=2), "u_prob", axis=1)
+        S, K = u_prob.shape
+        next_state = check_array(next_state, "next_state", ndim=3, dtype="integer")
+        if next_state.shape[0] != S or next_state.shape[2] != K:
+            raise ValueError(
+                f"`next_state` must have shape (S, A, K) = ({S}, *, {K}) to match `u_prob`, "
+                f"got {next_state.shape}"
+            )
+        A = next_state.shape[1]
+        check_index_array(next_state.ravel(), "next_state", S)
+        reward = check_array(reward, "reward", shape=(S, A, K), dtype="numeric", cast=np.float64)
+        terminal = check_array(terminal, "terminal", shape=(S,), dtype="bool")
+        initial = check_probabilities(check_array(initial, "initial", shape=(S,)), "initial")
+        if (initial[terminal] > 0).any():
+            raise ValueError("`initial` puts probability on a terminal state")
+        self.horizon = check_int(horizon, "horizon", low=1)
+        if u_upper is None:
+            u_upper = np.cumsum(u_prob, axis=1)
+            last = K - 1 - _first_true((u_prob > 0)[:, ::-1])
+            u_upper[np.arange(K) >= last[:, None]] = np.inf  # the last cell takes all of [.., 1)
+        else:
+            u_upper = check_array(u_upper, "u_upper", shape=(S, K), cast=np.float64, finite=False)
+            if np.isnan(u_upper).any() or (u_upper[:, 1:] < u_upper[:, :-1]).any():
+                raise ValueError("`u_upper` must be non-decreasing along each row")
+        self.n_states, self.n_actions, self.n_cells = int(S), int(A), int(K)
+        self.u_prob = self._frozen(u_prob)
+        self.next_state = self._frozen(next_state.astype(np.int64))
+        self.reward = self._frozen(reward)
+        self.terminal = self._frozen(terminal.astype(bool))
+        self.initial = self._frozen(initial)
+        self.u_upper = self._frozen(u_upper)
+        self.observation_space = spaces.Discrete(S)
+        self.action_space = spaces.Discrete(A)
+        self._s = None
+        self._h = 0
+
+    @staticmethod
+    def _frozen(arr):
+        arr = np.array(arr)
+        arr.setflags(write=False)
+        return arr
+
+    # ------------------------------------------------------------------ the gymnasium interface
+    def reset(self, *, seed=None, options=None):
+        """Start an episode; the first state is drawn as gymnasium's toy-text envs draw it.
+
+        Parameters
+        ----------
+        seed : int, optional
+            Seeds ``self.np_random`` (gymnasium's rule: ``np.random.default_rng(seed)``).
+        options : dict, optional
+            Unused.
+
+        Returns
+        -------
+        tuple of (int, dict)
+            The first state and ``{"h": 0}``.
+        """
+        super().reset(seed=seed)
+        self._s = int(_first_true(np.cumsum(self.initial) > self.np_random.random()))
+        self._h = 0
+        return self._s, {"h": 0}
+
+    def step(self, action):
+        """do(action): one step of the interventional environment; U stays hidden.
+
+        Returns
+        -------
+        tuple of (int, float, bool, bool, dict)
+            Next state, reward, terminated (a terminal state was entered), truncated (the
+            horizon was reached), ``{"h": steps taken}``.
+
+        Raises
+        ------
+        RuntimeError
+            If the episode is over (call ``reset``).
+        ValueError
+            If `action` is not in ``action_space``.
+        """
+        if self._s is None:
+            raise RuntimeError("the episode is over (or never started): call reset() first")
+        if not (isinstance(action, numbers.Integral) and 0 <= action < self.n_actions):
+            raise ValueError(f"`action` must be an int in [0, {self.n_actions - 1}], got {action}")
+        s, a = self._s, int(action)
+        k = self.cell(s, self.np_random.random())
+        s_next = int(self.next_state[s, a, k])
+        terminated = bool(self.terminal[s_next])
+        self._h += 1
+        truncated = self._h >= self.horizon and not terminated
+        self._s = None if (terminated or truncated) else s_next
+        return s_next, float(self.reward[s, a, k]), terminated, truncated, {"h": self._h}
+
+    # ------------------------------------------------------------------------- the confounder
+    def cell(self, s: int, u: float) -> int:
+        """The cell of U that a uniform draw ``u`` in [0, 1) falls in at state ``s``."""
+        return int(_first_true(self.u_upper[s] > u))
+
+    def confounder(self, s: int, k: int, u: float):
+        """What a demonstrator sees of U: here the cell index ``k`` (``u`` is the raw draw)."""
+        return k
+
+    def confounder_cell(self, s: int, u) -> int:
+        """Inverse of :meth:`confounder`: the cell index of what a demonstrator saw."""
+        return int(u)
+
+    # --------------------------------------------------------------------------------- tables
+    @property
+    def reward_range(self) -> tuple[float, float]:
+        """(r_min, r_max) over the steps that can happen (non-terminal states, cells of U > 0)."""
+        live = (~self.terminal)[:, None, None] & (self.u_prob[:, None, :] > 0)
+        live = np.broadcast_to(live, self.reward.shape)
+        return float(self.reward[live].min()), float(self.reward[live].max())
+
+    def tables(self):
+        """The interventional (do) tables.
+
+        Returns
+        -------
+        T : ndarray of shape (S, A, S), float64
+            T(s, a, s') = Σ_k P(k | s) 1[f(s, a, k) = s']; rows sum to 1.
+        R : ndarray of shape (S, A), float64
+            R(s, a) = Σ_k P(k | s) r(s, a, k).
+        terminal : ndarray of shape (S,), bool
+        """
+        S, A, K = self.next_state.shape
+        T = np.zeros((S, A, S))
+        s_idx, a_idx, _ = np.indices((S, A, K))
+        np.add.at(
+            T, (s_idx, a_idx, self.next_state), np.broadcast_to(self.u_prob[:, None], (S, A, K))
+        )
+        R = np.einsum("sk,sak->sa", self.u_prob, self.reward)
+        return T, R, self.terminal.copy()
+
+    def optimal_values(self):
+        """Optimal interventional values by backward induction on the do-tables.
+
+        Returns
+        -------
+        V : ndarray of shape (H + 1, S), float64
+            V*_h(s); row H is V*_{H+1} ≡ 0 and terminal states are worth 0.
+        Q : ndarray of shape (H, S, A), float64
+            Q*_h(s, a) = R(s, a) + Σ_{s'} T(s, a, s') V*_{h+1}(s').
+        """
+        return _backward_induction(self, maximise=True)
+
+    def values_of(self, policy_probs):
+        """Exact values of a Markov policy of the learner (who does not see U).
+
+        Parameters
+        ----------
+        policy_probs : array_like of shape (H, S, A) or (S, A)
+            π_h(a | s); a 2-D table is used at every step.
+
+        Returns
+        -------
+        ndarray of shape (H + 1, S)
+            V^π_h(s), with V^π_H ≡ 0.
+        """
+        H, S, A = self.horizon, self.n_states, self.n_actions
+        pi = check_array(policy_probs, "policy_probs", ndim=(2, 3), cast=np.float64)
+        pi = np.broadcast_to(pi, (H, S, A)) if pi.ndim == 2 else pi
+        if pi.shape != (H, S, A):
+            raise ValueError(f"`policy_probs` must have shape ({H}, {S}, {A}), got {pi.shape}")
+        V = np.zeros((H + 1, S))
+        for h in range(H - 1, -1, -1):
+            V[h] = np.einsum("sa,sa->s", pi[h], self._q_backup(V[h + 1]))
+            V[h, self.terminal] = 0.0
+        return V
+
+    def _q_backup(self, v_next):
+        """Q(s, a) = Σ_k P(k|s) [r(s, a, k) + V(f(s, a, k))], terminal next states worth 0."""
+        cont = np.where(self.terminal, 0.0, v_next)[self.next_state]
+        return np.einsum("sk,sak->sa", self.u_prob, self.reward + cont)
+
+    # ------------------------------------------------------------------------- demonstrations
+    def collect(self, policy, n, rng=None):
+        """Log whole episodes of a demonstrator who sees U until at least `n` transitions.
+
+        Parameters
+        ----------
+        policy : Demonstrator or callable
+            A :class:`causal_pbrs.behavior.Demonstrator` (simulated in batches), or any
+            ``policy(s, h, u, rng) -> action`` where ``u`` is what :meth:`confounder` reveals.
+        n : int
+            Minimum number of transitions; the last episode is completed (as the official
+            ``gen_dataset`` does), so the log holds at most ``n + H - 1`` rows.
+        rng : None, int or numpy.random.Generator, default=None
+
+        Returns
+        -------
+        OfflineDataset
+            Rows (h, s, x, y, s_next, done), episode after episode; ``done`` marks a terminal
+            state entered (the horizon cut is not ``done``).
+
+        Raises
+        ------
+        ValueError
+            If `n` < 1 or the policy returns an invalid action.
+        TypeError
+            If `policy` is not callable.
+        """
+        from .behavior import Demonstrator
+        from .data import OfflineDataset
+
+        n = check_int(n, "n", low=1)
+        rng = as_generator(rng)
+        if isinstance(policy, Demonstrator):
+            policy.check_env(self)
+            cols = _simulate_tables(self, policy.probs_table, n, rng)
+        elif callable(policy):
+            cols = _simulate_callable(self, policy, n, rng)
+        else:
+            raise TypeError(f"`policy` must be a Demonstrator or a callable, got {type(policy)}")
+        return OfflineDataset(
+            *cols, n_states=self.n_states, n_actions=self.n_actions, horizon=self.horizon
+        )
+
+    def observational_distribution(self, policy):
+        """The exact distribution of a demonstrator's logs, as expected counts per episode.
+
+        Parameters
+        ----------
+        policy : Demonstrator
+            Its table π_h(x | s, u) makes the distribution computable exactly.
+
+        Returns
+        -------
+        Counts
+            ``n_s[h, s]`` = P(S_h = s), ``n_sa`` = P(S_h = s, X_h = x), ``n_sas`` (continuing
+            steps) and ``n_end`` (steps entering a terminal state) likewise, ``y_sum`` =
+            E[Y_h 1{S_h = s, X_h = x}]: what :meth:`OfflineDataset.counts` converges to, divided
+            by the number of episodes. Feed it to :func:`causal_pbrs.bounds.causal_upper_bound`.
+
+        Raises
+        ------
+        TypeError
+            If `policy` is not a Demonstrator (a bare callable has no table to sum over).
+        """
+        from .behavior import Demonstrator
+        from .data import Counts
+
+        if not isinstance(policy, Demonstrator):
+            raise TypeError(
+                "`policy` must be a Demonstrator (expert, anti_expert, random_policy or "
+                f"Demonstrator(env, table)) for an exact distribution, got {type(policy)}"
+            )
+        policy.check_env(self)
+        H, S, A, K = self.horizon, self.n_states, self.n_actions, self.n_cells
+        n_s = np.zeros((H, S))
+        n_sa, n_end, y_sum = np.zeros((H, S, A)), np.zeros((H, S, A)), np.zeros((H, S, A))
+        n_sas = np.zeros((H, S, A, S))
+        entered_terminal = np.zeros(S, dtype=bool)
+        seen = np.zeros((S, A, K), dtype=bool)  # (s, a, k) logged with positive probability
+        s_idx, a_idx, _ = np.indices((S, A, K))
+        d = self.initial.copy()
+        for h in range(H):
+            n_s[h] = d
+            mass = d[:, None, None] * (self.u_prob[:, :, None] * policy.probs_table[h])  # (S, K, A)
+            mass = mass.transpose(0, 2, 1)  # (S, A, K)
+            n_sa[h] = mass.sum(axis=2)
+            y_sum[h] = (mass * self.reward).sum(axis=2)
+            ends = self.terminal[self.next_state]
+            np.add.at(n_sas[h], (s_idx[~ends], a_idx[~ends], self.next_state[~ends]), mass[~ends])
+            n_end[h] = np.where(ends, mass, 0.0).sum(axis=2)
+            entered_terminal[self.next_state[ends & (mass > 0)]] = True
+            seen |= mass > 0
+            d = n_sas[h].sum(axis=(0, 1))
+        rewards = self.reward[seen]
+        return Counts(
+            n_s=n_s,
+            n_sa=n_sa,
+            n_sas=n_sas,
+            n_end=n_end,
+            y_sum=y_sum,
+            terminal=entered_terminal,
+            y_min=float(rewards.min()) if rewards.size else 0.0,
+            y_max=float(rewards.max()) if rewards.size else 0.0,
+        )
+
+
+def _backward_induction(env: TabularCMDP, maximise=True):
+    H, S, A = env.horizon, env.n_states, env.n_actions
+    V = np.zeros((H + 1, S))
+    Q = np.zeros((H, S, A))
+    for h in range(H - 1, -1, -1):
+        Q[h] = env._q_backup(V[h + 1])
+        Q[h, env.terminal] = 0.0
+        V[h] = Q[h].max(axis=1) if maximise else Q[h].min(axis=1)
+    return V, Q
+
+
+def _normalised_cumsum(p):
+    cum = np.cumsum(p, axis=-1)
+    return cum / cum[..., -1:]
+
+
+def _simulate_tables(env, probs_table, n, rng):
+    """Whole episodes of a tabular demonstrator, simulated in batches (episode-major rows)."""
+    H = env.horizon
+    cum_init = _normalised_cumsum(env.initial)
+    cum_pi = _normalised_cumsum(probs_table)  # (H, S, K, A)
+    chunks, total, mean_len = [], 0, float(H)
+    while total < n:
+        E = max(32, int(1.1 * (n - total) / mean_len) + 1)
+        s = _first_true(cum_init[None, :] > rng.random(E)[:, None])
+        alive = np.ones(E, dtype=bool)
+        types = (np.int64, np.int64, np.int64, np.float64, np.int64, bool)
+        cols = {key: np.zeros((H, E), dtype=t) for key, t in zip("hsxyzd", types, strict=True)}
+        live = np.zeros((H, E), dtype=bool)
+        for h in range(H):
+            k = _first_true(env.u_upper[s] > rng.random(E)[:, None])
+            x = _first_true(cum_pi[h, s, k] > rng.random(E)[:, None])
+            s_next = env.next_state[s, x, k]
+            done = env.terminal[s_next]
+            live[h] = alive
+            cols["h"][h], cols["s"][h], cols["x"][h] = h, s, x
+            cols["y"][h], cols["z"][h], cols["d"][h] = env.reward[s, x, k], s_next, done
+            alive = alive & ~done
+            s = s_next
+            if not alive.any():
+                break
+        lengths = live.sum(axis=0)
+        take = np.searchsorted(np.cumsum(lengths), n - total) + 1  # whole episodes up to n
+        keep = live[:, :take].T  # (E', H) episode-major
+        chunks.append({key: val[:, :take].T[keep] for key, val in cols.items()})
+        total += int(lengths[:take].sum())
+        mean_len = max(1.0, float(lengths.mean()))
+    out = {key: np.concatenate([c[key] for c in chunks]) for key in "hsxyzd"}
+    return out["h"], out["s"], out["x"], out["y"].astype(np.float64), out["z"], out["d"]
+
+
+def _simulate_callable(env, policy, n, rng):
+    """Whole episodes of ``policy(s, h, u, rng)``, one step at a time."""
+    rows = []
+    cum_init = _normalised_cumsum(env.initial)
+    while len(rows) < n:
+        s = int(_first_true(cum_init > rng.random()))
+        for h in range(env.horizon):
+            u = rng.random()
+            k = env.cell(s, u)
+            x = policy(s, h, env.confounder(s, k, u), rng)
+            if not (isinstance(x, numbers.Integral) and 0 <= x < env.n_actions):
+                raise ValueError(
+                    f"`policy` returned {x!r} at state {s}, step {h}; actions are ints in "
+                    f"[0, {env.n_actions - 1}]"
+                )
+            s_next = int(env.next_state[s, x, k])
+            done = bool(env.terminal[s_next])
+            rows.append((h, s, int(x), float(env.reward[s, x, k]), s_next, done))
+            if done:
+                break
+            s = s_next
+    h, s, x, y, z, d = (np.array(c) for c in zip(*rows, strict=True))
+    return h, s, x, y.astype(np.float64), z, d.astype(bool)
+
+
+# ------------------------------------------------------------------------------ toy text
+class ConfoundedToyText(TabularCMDP):
+    """A gymnasium toy-text environment whose slip is the demonstrator's confounder.
+
+    The table ``gymnasium.make(env_id, **kwargs).unwrapped.P`` lists, for each state s and action
+    a, slots (p, s', r, done). The confounder U_h ~ Uniform[0, 1) is shared by all actions and
+    action a executes the first slot whose cumulative p exceeds U_h — exactly gymnasium's own
+    ``categorical_sample`` — so whoever sees U knows where every action lands (on FrozenLake:
+    the slip direction). Exact computations cut [0, 1) at all slot breakpoints of s.
+
+    Parameters
+    ----------
+    env_id : str
+        A registered toy-text id with a ``P`` table: ``"FrozenLake-v1"`` (``map_name="4x4"`` or
+        ``"8x8"``, ``is_slippery``, ``success_rate`` = the confounding knob),
+        ``"FrozenLake8x8-v1"``, ``"CliffWalkingSlippery-v1"``, ``"CliffWalking-v1"``,
+        ``"Taxi-v4"`` (``is_rainy=True``).
+    horizon : int
+        H >= 1 steps per episode (gymnasium's own time limit is not used).
+    **kwargs
+        Passed to ``gymnasium.make``.
+
+    Raises
+    ------
+    TypeError
+        If the environment has no tabular ``P`` (e.g. ``"CartPole-v1"``) or no discrete spaces.
+    ValueError
+        If `env_id` is not registered, `horizon` < 1, or ``fickle_passenger=True`` (Taxi then
+        changes destinations outside ``P``).
+
+    Notes
+    -----
+    Termination is a property of the state entered: the states some slot enters with
+    ``done=True`` (FrozenLake's holes and goal, CliffWalking's goal, Taxi's delivered states).
+    T(s, a, s') sums slots with the same s' (gymnasium lists duplicates, gym#1935).
+    ``reset(seed)`` / ``step`` consume ``np_random`` as gymnasium does, so a seed gives the same
+    trajectory as the gymnasium environment itself.
+
+    Examples
+    --------
+    >>> env = ConfoundedToyText("FrozenLake-v1", horizon=30, is_slippery=True)
+    >>> env.n_states, env.n_actions, env.n_cells
+    (16, 4, 3)
+    """
+
+    def __init__(self, env_id: str, horizon: int, **kwargs) -> None:
+        if not isinstance(env_id, str):
+            raise TypeError(f"`env_id` must be a str, got {type(env_id).__name__}")
+        if kwargs.get("fickle_passenger"):
+            raise ValueError(
+                "`fickle_passenger=True` changes Taxi's destination outside its P table; "
+                "the dynamics would not be tabular"
+            )
+        try:
+            made = gymnasium.make(env_id, **kwargs)
+        except gymnasium.error.Error as error:
+            raise ValueError(f"`env_id` {env_id!r}: {error}") from None
+        raw = made.unwrapped
+        table = getattr(raw, "P", None)
+        isd = getattr(raw, "initial_state_distrib", None)
+        if not isinstance(table, dict) or isd is None:
+            made.close()
+            raise TypeError(
+                f"`env_id` {env_id!r} has no tabular transition table `P` with an "
+                "`initial_state_distrib`; use a gymnasium toy-text environment such as "
+                "FrozenLake-v1, CliffWalkingSlippery-v1 or Taxi-v4"
+            )
+        if not isinstance(raw.observation_space, spaces.Discrete) or not isinstance(
+            raw.action_space, spaces.Discrete
+        ):
+            raise TypeError(f"`env_id` {env_id!r} must have Discrete spaces")
+        self.env_id, self.env_kwargs = env_id, dict(kwargs)
+        S, A = int(raw.observation_space.n), int(raw.action_space.n)
+        per_state, terminal = [], np.zeros(S, dtype=bool)
+        for s in range(S):
+            slots = [table[s][a] for a in range(A)]
+            cums = [np.cumsum([p for p, *_ in slot]) for slot in slots]
+            uppers = np.unique(np.concatenate(cums))
+            if uppers[-1] < 1.0:
+                uppers = np.append(uppers, 1.0)
+            lowers = np.concatenate([[0.0], uppers[:-1]])
+            mass = np.minimum(uppers, 1.0) - np.minimum(lowers, 1.0)
+            chosen = np.array([_first_true(cum[None, :] > lowers[:, None]) for cum in cums])
+            per_state.append((uppers, mass, slots, chosen))
+            for slot in slots:
+                for p, s_next, _, done in slot:
+                    if done and p > 0:
+                        terminal[int(s_next)] = True
+        K = max(len(u) for u, *_ in per_state)
+        u_prob, u_upper = np.zeros((S, K)), np.full((S, K), np.inf)
+        next_state = np.zeros((S, A, K), dtype=np.int64)
+        reward = np.zeros((S, A, K))
+        for s, (uppers, mass, slots, chosen) in enumerate(per_state):
+            n = len(uppers)
+            u_prob[s, :n], u_upper[s, :n] = mass, uppers
+            next_state[s] = s  # padding cells (probability 0) stay put
+            for a in range(A):
+                for k in range(n):
+                    _, s_next, r, _ = slots[a][chosen[a, k]]
+                    next_state[s, a, k], reward[s, a, k] = int(s_next), float(r)
+        u_prob /= u_prob.sum(axis=1, keepdims=True)
+        made.close()
+        super().__init__(
+            u_prob,
+            next_state,
+            reward,
+            terminal,
+            np.asarray(isd, dtype=np.float64),
+            horizon,
+            u_upper=u_upper,
+        )
+
+    def confounder(self, s: int, k: int, u: float):
+        """The demonstrator sees the raw draw U_h in [0, 1) (as gymnasium uses it)."""
+        return u
+
+    def confounder_cell(self, s: int, u) -> int:
+        return self.cell(s, float(u))
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def __repr__(self) -> str:
+        kw = "".join(f", {k}={v!r}" for k, v in self.env_kwargs.items())
+        return f"ConfoundedToyText({self.env_id!r}, horizon={self.horizon}{kw})"
+
+
+# ----------------------------------------------------------------------------- windy grid
+UP, DOWN, LEFT, RIGHT, STILL = range(5)
+ACTION_NAMES = ("up", "down", "left", "right", "still")
+WIND_NAMES = ("right", "down", "left", "up", "still")
+_ACTION_STEP = {UP: (-1, 0), DOWN: (1, 0), LEFT: (0, -1), RIGHT: (0, 1)}
+_WIND_STEP = {0: (0, 1), 1: (1, 0), 2: (0, -1), 3: (-1, 0)}
+
+PRESETS = {
+    # MiniGrid-Empty-8x8 with the official wind (constants.WIND_DIST) and time limit (KWARGS).
+    "empty8": {
+        "layout": (
+            "########",
+            "#......#",
+            "#......#",
+            "#......#",
+            "#......#",
+            "#......#",
+            "#.....G#",
+            "########",
+        ),
+        "wind": (0.1, 0.1, 0.1, 0.1, 0.6),
+        "horizon": 15,
+    },
+    # causal_gym CustomCrossingEnv(mode="extreme", size=9): lava at columns 2-6 of rows 1 and
+    # 3-6, coins (free cells, not start cells) on row 2, goal (7, 7); wind of
+    # Custom-LavaCrossing-extreme-v0; 20 steps. 'S' = cells MiniGrid's place_agent may start on.
+    "lava_extreme": {
+        "layout": (
+            "#########",
+            "#SLLLLLS#",
+            "#S.....S#",
+            "#SLLLLLS#",
+            "#SLLLLLS#",
+            "#SLLLLLS#",
+            "#SLLLLLS#",
+            "#SSSSSSG#",
+            "#########",
+        ),
+        "wind": (0.0, 0.7, 0.0, 0.0, 0.3),
+        "horizon": 20,
+    },
+}
+
+
+class WindyGrid(TabularCMDP):
+    """The paper's windy grid world: a wind U the demonstrator sees pushes the agent.
+
+    Actions up, down, left, right, still; the wind U over (right, down, left, up, still) is redrawn
+    every step. Moving in direction d under wind u: no wind → 1 cell; u = d → 2 cells; u = −d →
+    stay; sideways → 1 cell along d, then 1 along u. ``still`` never moves. Cells are entered one
+    by one: a wall blocks that move, the first lava or goal cell ends the episode. Every step
+    costs `step_cost`; entering lava adds `lava_cost`.
+
+    Parameters
+    ----------
+    layout : str or sequence of str
+        Rows of the grid: ``#`` wall, ``.`` free, ``S`` free start cell, ``L`` lava, ``G`` goal.
+        Episodes start uniformly on the ``S`` cells, or on every ``.`` cell when there is none.
+    wind : sequence of 5 floats
+        P(U) over (right, down, left, up, still).
+    horizon : int
+        H >= 1 agent steps per episode.
+    step_cost : float, default=-0.1
+        Reward of every step (causal_gym ``WindyMiniGridSCM``).
+    lava_cost : float, default=-1.0
+        Added when lava is entered (so −1.1 in all).
+
+    Attributes
+    ----------
+    shape : tuple of int
+        (rows, columns); state s is the cell ``divmod(s, columns)``.
+
+    Raises
+    ------
+    ValueError
+        If the layout is not rectangular, uses another character or has no start cell; if the
+        wind is not 5 probabilities summing to 1; if `horizon` < 1.
+
+    Notes
+    -----
+    Source: causal_gym ``WindyMiniGridSCM`` (move rules, −0.1 per step, −1 more in lava) with the
+    ``MiniGridActionRemapWrapper`` actions; presets from the official
+    ``causal_rl/algo/reward_shaping/constants.py``. MiniGrid's step limit counts primitive
+    moves (windy episodes truncate early there); H here counts agent steps.
+
+    Examples
+    --------
+    >>> env = WindyGrid.preset("lava_extreme")
+    >>> env.n_states, env.n_actions, env.horizon
+    (81, 5, 20)
+    """
+
+    def __init__(self, layout, wind, horizon, step_cost=-0.1, lava_cost=-1.0) -> None:
+        rows = layout.strip().splitlines() if isinstance(layout, str) else list(layout)
+        if not rows or any(not isinstance(r, str) for r in rows):
+            raise ValueError("`layout` must be a non-empty string or sequence of strings")
+        rows = [r.strip() for r in rows]
+        width = len(rows[0])
+        if width == 0 or any(len(r) != width for r in rows):
+            raise ValueError(
+                f"`layout` must be rectangular, got row lengths {[len(r) for r in rows]}"
+            )
+        bad = set("".join(rows)) - set("#.SLG")
+        if bad:
+            raise ValueError(f"`layout` may use only '#', '.', 'S', 'L', 'G'; got {sorted(bad)}")
+        wind = check_probabilities(check_array(wind, "wind", shape=(5,)), "wind")
+        step_cost = check_real(step_cost, "step_cost")
+        lava_cost = check_real(lava_cost, "lava_cost")
+        grid = np.array([list(r) for r in rows])
+        self.layout, self.shape, self.wind = tuple(rows), grid.shape, wind
+        n_rows, n_cols = grid.shape
+        S = n_rows * n_cols
+        flat = grid.ravel()
+        terminal = np.isin(flat, list("#LG"))
+        starts = flat == "S"
+        if not starts.any():
+            starts = flat == "."
+        if not starts.any():
+            raise ValueError("`layout` has no start cell ('S' or '.')")
+        next_state = np.repeat(np.arange(S)[:, None, None], 5, axis=1).repeat(5, axis=2)
+        reward = np.zeros((S, 5, 5))
+        for s in np.flatnonzero(~terminal):
+            for a in range(5):
+                for u in range(5):
+                    next_state[s, a, u], reward[s, a, u] = self._move(
+                        grid, s, a, u, step_cost, lava_cost
+                    )
+        super().__init__(
+            np.broadcast_to(wind, (S, 5)),
+            next_state,
+            reward,
+            terminal,
+            starts / starts.sum(),
+            horizon,
+        )
+        self.step_cost, self.lava_cost = step_cost, lava_cost
+
+    @staticmethod
+    def _move(grid, s, a, u, step_cost, lava_cost):
+        n_rows, n_cols = grid.shape
+        pos = divmod(int(s), n_cols)
+        if a == STILL:
+            moves = []
+        elif u == 4:
+            moves = [_ACTION_STEP[a]]
+        elif _WIND_STEP[u] == _ACTION_STEP[a]:
+            moves = [_ACTION_STEP[a]] * 2
+        elif _WIND_STEP[u] == tuple(-c for c in _ACTION_STEP[a]):
+            moves = []
+        else:
+            moves = [_ACTION_STEP[a], _WIND_STEP[u]]
+        for dr, dc in moves:
+            r, c = pos[0] + dr, pos[1] + dc
+            if not (0 <= r < n_rows and 0 <= c < n_cols) or grid[r, c] == "#":
+                continue  # a wall blocks this move
+            pos = (r, c)
+            if grid[r, c] in "LG":
+                break  # the first lava or goal cell ends the episode
+        cost = step_cost + (lava_cost if grid[pos] == "L" else 0.0)
+        return pos[0] * n_cols + pos[1], cost
+
+    @classmethod
+    def preset(cls, name: str, horizon: int | None = None, **kwargs) -> WindyGrid:
+        """A grid of the paper: ``"empty8"`` (H = 15) or ``"lava_extreme"`` (H = 20).
+
+        Raises
+        ------
+        ValueError
+            If `name` is not a preset (the message lists them).
+        """
+        check_choice(name, "name", tuple(PRESETS))
+        spec = PRESETS[name]
+        horizon = spec["horizon"] if horizon is None else horizon
+        return cls(spec["layout"], spec["wind"], horizon, **kwargs)
+
+    def state(self, row: int, col: int) -> int:
+        """State index of the cell (row, col)."""
+        return int(row) * self.shape[1] + int(col)
+
+    def render_values(self, values) -> np.ndarray:
+        """Reshape an (S,) vector to the (rows, columns) grid."""
+        return np.asarray(values).reshape(self.shape)
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def __repr__(self) -> str:
+        return f"WindyGrid(shape={self.shape}, wind={tuple(self.wind)}, horizon={self.horizon})"

@@ -1,0 +1,158 @@
+"""Potential-based reward shaping (PBRS) with a time-indexed potential.
+
+Ng, Harada & Russell (1999): adding F = φ_{h+1}(s') − φ_h(s) to every reward leaves the optimal
+policies unchanged, and the shaped optimal values are Ṽ*_h = V*_h − φ_h. Li, Zhang & Bareinboim
+(ICML 2025, Sec. 4) take φ = the causal upper bound, so that Ṽ* <= 0 and an agent initialised at
+0 is optimistic. The potential of the state after the episode ends is 0 (a terminal state, or the
+step h = H; imitation#323 and #184 are bugs of non-zero terminal potentials).
+
+Axis letters: H horizon, S states.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+
+from icml25_core import check_array
+
+__all__ = ["PotentialShaping", "as_potential", "shaped_reward"]
+
+
+def as_potential(phi, horizon: int, n_states: int, name: str = "potential") -> np.ndarray:
+    """A potential as an (H + 1, S) float64 table with row H = 0.
+
+    Parameters
+    ----------
+    phi : array_like of shape (S,), (H, S) or (H + 1, S)
+        A stationary potential φ(s) (used at every step), or a time-indexed one. Row H of an
+        (H + 1, S) table is ignored: after the last step the potential is 0.
+    horizon, n_states : int
+    name : str
+        Argument name used in error messages.
+
+    Raises
+    ------
+    ValueError
+        If the shape fits none of the above or a value is NaN or infinite.
+    """
+    arr = check_array(phi, name, ndim=(1, 2), cast=np.float64)
+    H, S = horizon, n_states
+    out = np.zeros((H + 1, S))
+    if arr.shape == (S,):
+        out[:H] = arr
+    elif arr.shape in ((H, S), (H + 1, S)):
+        out[:H] = arr[:H]
+    else:
+        raise ValueError(
+            f"`{name}` must have shape ({S},), ({H}, {S}) or ({H + 1}, {S}), got {arr.shape}"
+        )
+    return out
+
+
+def shaped_reward(y, phi_s, phi_next, terminated, last):
+    """PBRS reward r' = y + φ_{h+1}(s') − φ_h(s), with φ_{h+1}(s') := 0 at the episode's end.
+
+    Parameters
+    ----------
+    y : float or array_like
+        Environment reward.
+    phi_s : float or array_like
+        φ_h(s).
+    phi_next : float or array_like
+        φ_{h+1}(s').
+    terminated : bool or array_like of bool
+        The step entered a terminal state.
+    last : bool or array_like of bool
+        The step was the H-th (h = H − 1, 0-based).
+
+    Returns
+    -------
+    float or ndarray
+        Broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If a value is NaN or infinite.
+
+    Notes
+    -----
+    Source: Ng, Harada & Russell (1999), Thm. 1; the paper's Sec. 4 with γ = 1. Computed as
+    ``(y + φ_next) − φ_s``, the order the agents use.
+
+    Examples
+    --------
+    >>> shaped_reward(-0.1, -0.9, -0.8, terminated=False, last=False)
+    0.0
+    >>> shaped_reward(-0.1, -0.9, -0.8, terminated=True, last=False)  # doctest: +ELLIPSIS
+    0.8...
+    """
+    values = [
+        check_array(v, n, ndim=None)
+        for v, n in ((y, "y"), (phi_s, "phi_s"), (phi_next, "phi_next"))
+    ]
+    ends = np.logical_or(np.asarray(terminated, dtype=bool), np.asarray(last, dtype=bool))
+    out = (values[0] + np.where(ends, 0.0, values[2])) - values[1]
+    return float(out) if np.ndim(out) == 0 else out
+
+
+class PotentialShaping(gymnasium.Wrapper):
+    """A gymnasium wrapper whose rewards are the PBRS rewards of a potential φ.
+
+    Parameters
+    ----------
+    env : gymnasium.Env
+        With a ``Discrete`` observation space; its episodes last at most `horizon` steps.
+    phi : array_like of shape (S,), (H, S) or (H + 1, S)
+        The potential (see :func:`as_potential`).
+    horizon : int, optional
+        H; defaults to ``env.horizon`` (the environments of this library have one).
+
+    Notes
+    -----
+    ``info["reward"]`` keeps the environment's own reward. Do not also give the same potential
+    to :class:`causal_pbrs.QUCB`, which shapes internally: wrap the environment for agents
+    that know nothing of φ.
+
+    Raises
+    ------
+    TypeError
+        If the observation space is not ``Discrete``.
+    ValueError
+        If `phi` has the wrong shape or `horizon` is missing.
+
+    Examples
+    --------
+    >>> from causal_pbrs import WindyGrid
+    >>> env = WindyGrid.preset("empty8")
+    >>> shaped = PotentialShaping(env, np.zeros(64))
+    >>> s, info = shaped.reset(seed=0)
+    """
+
+    def __init__(self, env, phi, horizon: int | None = None) -> None:
+        super().__init__(env)
+        if not isinstance(env.observation_space, gymnasium.spaces.Discrete):
+            raise TypeError("`env` must have a Discrete observation space")
+        horizon = getattr(env.unwrapped, "horizon", None) if horizon is None else horizon
+        if horizon is None:
+            raise ValueError("`horizon` is required for an environment without `.horizon`")
+        self.horizon = int(horizon)
+        self.phi = as_potential(phi, self.horizon, int(env.observation_space.n), "phi")
+        self._s, self._h = None, 0
+
+    def reset(self, **kwargs):
+        s, info = self.env.reset(**kwargs)
+        self._s, self._h = int(s), 0
+        return s, info
+
+    def step(self, action):
+        if self._s is None:
+            raise RuntimeError("call reset() before step()")
+        s_next, y, terminated, truncated, info = self.env.step(action)
+        h = self._h
+        last = h + 1 >= self.horizon
+        phi_next = 0.0 if (terminated or last) else self.phi[h + 1, int(s_next)]
+        reward = (float(y) + phi_next) - self.phi[h, self._s]
+        self._s, self._h = int(s_next), h + 1
+        return s_next, reward, terminated, truncated, {**info, "reward": y}

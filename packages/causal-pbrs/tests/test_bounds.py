@@ -1,0 +1,182 @@
+"""The causal upper bound against V* (exact enumeration), closed forms and the loop reference."""
+
+import numpy as np
+import pytest
+from causal_pbrs import (
+    Demonstrator,
+    TabularCMDP,
+    WindyGrid,
+    causal_upper_bound,
+    combine,
+    manski_bounds,
+    monte_carlo_values,
+    random_policy,
+)
+from causal_pbrs.reference import naive_causal_upper_bound
+
+from .conftest import random_behaviour, random_cmdp
+
+
+def _check_valid(env, phi, V, b, atol=1e-12):
+    live = ~env.terminal
+    H = env.horizon
+    assert (phi[:H, live] >= V[:H, live] - atol).all()
+    if b >= 0:  # unvisited terminal states get b + M >= 0 = their worth
+        assert (phi >= V - atol).all()
+
+
+def test_bound_is_valid_on_200_random_cmdps_also_combined(rng):
+    """Spec §5.1: exact observational distribution, U-dependent behaviour, terminals."""
+    for _ in range(200):
+        env = random_cmdp(rng)
+        V, _ = env.optimal_values()
+        b = float(env.reward.max()) + float(rng.choice([0.0, rng.uniform(0, 0.5)]))
+        phis = []
+        for _ in range(3):
+            dist = env.observational_distribution(random_behaviour(env, rng))
+            phi = causal_upper_bound(dist, b)
+            _check_valid(env, phi, V, b)
+            phis.append(phi)
+        _check_valid(env, combine(*phis), V, b)
+
+
+def test_h1_confounded_bandit_matches_the_closed_form(rng):
+    """Spec §5.2: φ = max_x P(x) E[Y|x] + (1 − P(x)) b, exactly."""
+    for _ in range(50):
+        A, K = int(rng.integers(2, 5)), int(rng.integers(1, 4))
+        env = random_cmdp(rng, S=1, A=A, K=K, H=1, terminals=False)
+        policy = random_behaviour(env, rng)
+        b = float(env.reward.max()) + float(rng.uniform(0, 1))
+        p_u = env.u_prob[0]
+        pi = policy.probs_table[0, 0]  # (K, A)
+        p_x = p_u @ pi
+        ey = np.divide(p_u @ (pi * env.reward[0].T), p_x, out=np.zeros(A), where=p_x > 0)
+        expected = np.max(p_x * ey + (1 - p_x) * b)
+        phi = causal_upper_bound(env.observational_distribution(policy), b)
+        assert phi[0, 0] == pytest.approx(expected, abs=1e-12)
+        assert phi[1, 0] == 0.0
+
+
+def test_bound_is_tight_when_u_is_inert_and_behaviour_optimal(rng):
+    """Spec §5.3: U moves nothing, the demonstrator always plays the optimal action: φ = V* on
+    the visited states (here the optimal action earns b and keeps the episode in states 0-2)."""
+    for _ in range(50):
+        S, A, K, H = 6, 3, 2, int(rng.integers(1, 5))
+        b = 1.0
+        best = rng.integers(0, A, size=S)
+        next_state = np.repeat(rng.integers(0, S, size=(S, A, 1)), K, axis=2)
+        reward = np.repeat(rng.uniform(-1.0, 0.9, size=(S, A, 1)), K, axis=2)
+        for s in range(3):  # the good region: the optimal action earns b and stays inside
+            next_state[s, best[s]] = rng.integers(0, 3)
+            reward[s, best[s]] = b
+        terminal = np.zeros(S, dtype=bool)
+        terminal[5] = True
+        initial = np.array([0.5, 0.3, 0.2, 0, 0, 0])
+        env = TabularCMDP(rng.dirichlet(np.ones(K), size=S), next_state, reward, terminal,
+                          initial, H)  # fmt: skip
+        table = np.broadcast_to(np.eye(A)[best][None, :, None, :], (H, S, K, A))
+        dist = env.observational_distribution(Demonstrator(env, table))
+        V, _ = env.optimal_values()
+        phi = causal_upper_bound(dist, b)
+        visited = dist.n_s > 0
+        np.testing.assert_allclose(phi[:H][visited], V[:H][visited], rtol=0, atol=1e-12)
+
+
+def test_combine_never_increases_an_entry_and_stays_valid(rng):
+    """Spec §5.4."""
+    for _ in range(50):
+        env = random_cmdp(rng)
+        V, _ = env.optimal_values()
+        b = float(env.reward.max())
+        phis = [
+            causal_upper_bound(env.observational_distribution(random_behaviour(env, rng)), b)
+            for _ in range(3)
+        ]
+        both = combine(*phis)
+        for phi in phis:
+            assert (both <= phi).all()
+        _check_valid(env, both, V, b)
+
+
+def test_manski_bounds_match_the_closed_form_and_cover_the_do_tables(rng):
+    for _ in range(30):
+        env = random_cmdp(rng, terminals=False)
+        policy = random_behaviour(env, rng)
+        dist = env.observational_distribution(policy)
+        b = float(env.reward.max())
+        T_up, R_up = manski_bounds(dist, b)
+        T, R, _ = env.tables()
+        for h in range(env.horizon):
+            for s in np.flatnonzero(dist.n_s[h] > 0):
+                for x in range(env.n_actions):
+                    p = dist.n_sa[h, s, x] / dist.n_s[h, s]
+                    joint = env.u_prob[s] * policy.probs_table[h, s, :, x]  # P(u, x | s)
+                    r_obs = joint @ env.reward[s, x] / p if p > 0 else 0.0
+                    assert R_up[h, s, x] == pytest.approx(r_obs * p + b * (1 - p), abs=1e-12)
+                    assert R_up[h, s, x] >= R[s, x] - 1e-12
+                    assert (T_up[h, s, x] >= T[s, x] - 1e-12).all()
+
+
+@pytest.mark.parametrize("stationary", [False, True], ids=["time-indexed", "stationary"])
+@pytest.mark.parametrize("unobserved", ["optimistic", "skip"])
+@pytest.mark.parametrize("case", ["lava", "frozenlake-b1", "cliff-bneg"])
+def test_vectorised_bound_equals_the_loop_reference(stationary, unobserved, case):
+    from causal_pbrs import ConfoundedToyText, expert
+
+    if case == "lava":
+        env, b = WindyGrid.preset("lava_extreme"), 0.0
+    elif case == "frozenlake-b1":
+        env, b = ConfoundedToyText("FrozenLake-v1", 12), 1.0
+    else:
+        env, b = ConfoundedToyText("CliffWalkingSlippery-v1", 15), -1.0
+    data = env.collect(random_policy(env), 1500, rng=0) + env.collect(expert(env), 1500, rng=1)
+    fast = causal_upper_bound(data, b, stationary=stationary, unobserved=unobserved)
+    slow = naive_causal_upper_bound(data, b, stationary=stationary, unobserved=unobserved)
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-12)
+
+
+def test_stationary_bound_upper_bounds_the_first_step_on_a_stationary_behaviour(rng):
+    """Pooled counts are exact for a behaviour that ignores h; the sweeps from 0 stop early
+    only when values fall (b = 0, negative rewards), so φ >= V*_1."""
+    for _ in range(50):
+        env = random_cmdp(rng)
+        env = TabularCMDP(env.u_prob, env.next_state, -np.abs(env.reward), env.terminal,
+                          env.initial, env.horizon)  # fmt: skip
+        policy = Demonstrator(env, random_behaviour(env, rng).probs_table[0])  # same at every h
+        V, _ = env.optimal_values()
+        phi = causal_upper_bound(env.observational_distribution(policy), 0.0, stationary=True)
+        assert (phi[0] >= V[0] - 1e-12).all()
+
+
+def test_skip_mode_can_break_validity_where_the_optimistic_mode_cannot():
+    """An optimal action the demonstrator never logs: "skip" ignores it and undershoots V*."""
+    # one state, two actions; action 1 is better but never taken; H = 1; rewards <= b = 1
+    env = TabularCMDP([[1.0]], [[[0], [0]]], [[[0.0], [1.0]]], [False], [1.0], 1)
+    never_1 = Demonstrator(env, [[[[1.0, 0.0]]]])
+    dist = env.observational_distribution(never_1)
+    V, _ = env.optimal_values()
+    assert causal_upper_bound(dist, 1.0, unobserved="skip")[0, 0] == 0.0 < V[0, 0]
+    assert causal_upper_bound(dist, 1.0)[0, 0] == 1.0 >= V[0, 0]
+
+
+def test_monte_carlo_values_equal_a_brute_force_average():
+    env = WindyGrid.preset("empty8")
+    data = env.collect(random_policy(env), 3000, rng=3)
+    rows = list(zip(data.h, data.s, data.y, data.done, strict=True))
+    returns, episode = [], []
+    for i, (h, s, y, done) in enumerate(rows):
+        episode.append((s, h, y))
+        last = i + 1 == len(rows) or done or rows[i + 1][0] == 0
+        if last:
+            G = 0.0
+            for s_, h_, y_ in reversed(episode):
+                G += y_
+                returns.append((s_, h_, G))
+            episode = []
+    expected = np.zeros(env.n_states)
+    for s in range(env.n_states):
+        gs = [G for s_, _, G in returns if s_ == s]
+        expected[s] = np.mean(gs) if gs else 0.0
+    got = monte_carlo_values(data)
+    np.testing.assert_allclose(got[0], expected, atol=1e-9)
+    assert (got[-1] == 0).all()

@@ -1,0 +1,88 @@
+"""The console script: help, `bound`, `run`, `reproduce`."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from causal_pbrs import WindyGrid, __version__, causal_upper_bound, random_policy
+from causal_pbrs.cli import main
+
+
+def test_help_lists_the_commands(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert all(word in out for word in ("bound", "run", "reproduce"))
+
+
+def test_reproduce_help_lists_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    out = capsys.readouterr().out
+    assert "--out" in out
+    assert "--full" in out
+
+
+def test_version_is_printed(capsys):
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert __version__ in capsys.readouterr().out
+
+
+def test_console_module_runs():
+    done = subprocess.run([sys.executable, "-m", "causal_pbrs.cli", "bound", "--help"],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0
+    assert "--reward-max" in done.stdout
+
+
+def test_bound_writes_the_same_bound_as_python(tmp_path, capsys):
+    env = WindyGrid.preset("lava_extreme")
+    data = env.collect(random_policy(env), 3000, rng=0)
+    path = data.save(tmp_path / "data.npz")
+    out = tmp_path / "phi.npy"
+    main(["bound", str(path), "--reward-max", "0", "--out", str(out)])
+    np.testing.assert_array_equal(np.load(out), causal_upper_bound(data, 0.0))
+    assert "wrote" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--reward-max", "-5"], "`reward_max` = -5.0 is below a reward"),
+        (["--reward-max", "0", "--out", "phi.txt"], "--out must end in .npy"),
+        (["--reward-max", "0", "--out", "/no/such/dir/phi.npy"], "does not exist"),
+        (["--reward-max", "0", "--horizon", "1"], "`h` must lie in"),
+    ],
+)
+def test_bound_reports_bad_input(tmp_path, extra, match, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = WindyGrid.preset("empty8")
+    env.collect(random_policy(env), 200, rng=0).save(tmp_path / "d.npz")
+    with pytest.raises(SystemExit, match=match):
+        main(["bound", "d.npz", *extra])
+
+
+def test_bound_reports_a_missing_file(tmp_path):
+    with pytest.raises(SystemExit, match="no such file"):
+        main(["bound", str(tmp_path / "none.npz"), "--reward-max", "0"])
+
+
+def test_run_prints_and_writes_regrets(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    main(["run", "empty8", "--episodes", "30", "--seeds", "2", "--transitions", "500",
+          "--out", str(out)])  # fmt: skip
+    table = json.loads(out.read_text())
+    assert table["seeds"] == [1234, 5678]
+    assert set(table["gap_regret"]) == {"vanilla", "causal bound", "phi = 0"}
+    assert "cumulative gap regret" in capsys.readouterr().out
+
+
+def test_run_rejects_bad_sizes():
+    with pytest.raises(SystemExit, match="must be >= 1"):
+        main(["run", "empty8", "--episodes", "0"])
+    with pytest.raises(SystemExit):
+        main(["run", "no-such-env"])
