@@ -53,7 +53,9 @@ def kernel_packages() -> dict[str, Path]:
 
 
 def card(folder: Path) -> dict:
-    """The library's ``[tool.icml25]`` catalogue card."""
+    """The library's ``[tool.icml25]`` catalogue card (empty for folders without a pyproject)."""
+    if not (folder / "pyproject.toml").exists():
+        return {}
     return _pyproject(folder).get("tool", {}).get("icml25", {})
 
 
@@ -111,16 +113,35 @@ def make_venv(
 
 
 def library_venv(session: nox.Session, kind: str, dist: str, folder: Path, extras: list[str]):
-    """``.nox/<kind>-<dist>``: the core and the library (editable) with ``extras``."""
+    """``.nox/<kind>-<dist>``: the core and the library (editable) with ``extras``.
+
+    Install quirks a library declares in its card are applied here: ``no-deps = [...]``
+    requirements are installed with ``--no-deps`` afterwards (a dependency whose own metadata
+    would pull in something that breaks, e.g. a CUDA build of torch).
+    """
     declared = _pyproject(folder).get("project", {}).get("optional-dependencies", {})
     extras = [e for e in extras if e in declared]
     target = f"{folder}[{','.join(extras)}]" if extras else str(folder)
-    return make_venv(
+    stamp_files = (folder / "pyproject.toml", ROOT / "shared" / "pyproject.toml")
+    venv = make_venv(
         session,
         f"{kind}-{dist}",
         ["-e", str(ROOT / "shared"), "-e", target],
-        stamp_files=(folder / "pyproject.toml", ROOT / "shared" / "pyproject.toml"),
+        stamp_files=stamp_files,
     )
+    no_deps = card(folder).get("no-deps", [])
+    if no_deps:
+        session.run(
+            _bin(venv, "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+            "--no-deps", "-c", str(CONSTRAINTS), *no_deps, external=True,
+        )  # fmt: skip
+    return venv
+
+
+def library_env(folder: Path) -> dict[str, str]:
+    """Environment for a library's commands: headless plots plus the card's ``env`` table
+    (e.g. ``OMP_NUM_THREADS = "1"`` where unpinned threads thrash on 2 cores)."""
+    return {"MPLBACKEND": "Agg", **{k: str(v) for k, v in card(folder).get("env", {}).items()}}
 
 
 def core_venv(session: nox.Session, kind: str) -> Path:
@@ -180,7 +201,7 @@ def tests(session: nox.Session) -> None:
         try:
             session.run(
                 _bin(venv, "python"), "-m", "pytest", str(folder / "tests"), *pytest_args,
-                external=True, env={"MPLBACKEND": "Agg"},
+                external=True, env=library_env(folder),
             )  # fmt: skip
         except CommandFailed:
             failed.append(dist)
@@ -202,7 +223,7 @@ def reproduce(session: nox.Session) -> None:
         start = time.perf_counter()
         session.run(
             _bin(venv, dist), "reproduce", "--out", str(REPORTS), *extra_args,
-            external=True, env={"MPLBACKEND": "Agg"},
+            external=True, env=library_env(folder),
         )  # fmt: skip
         timings[dist] = time.perf_counter() - start
     if venv is None:
@@ -282,4 +303,7 @@ def bench(session: nox.Session) -> None:
             continue
         venv = library_venv(session, "bench", dist, folder, ["bench", "test"])
         for script in scripts:
-            session.run(_bin(venv, "python"), str(script), *bench_args, external=True)
+            session.run(
+                _bin(venv, "python"), str(script), *bench_args, external=True,
+                env=library_env(folder),
+            )  # fmt: skip
