@@ -11,9 +11,11 @@ from causal_pbrs import (
     PotentialShaping,
     TabularCMDP,
     WindyGrid,
+    anti_expert,
     as_potential,
     causal_upper_bound,
     combine,
+    exact_values,
     expert,
     manski_bounds,
     monte_carlo_values,
@@ -37,6 +39,18 @@ GOOD = {
 
 def _data(**changes):
     return OfflineDataset(**{**GOOD, **changes})
+
+
+def _counts(**changes):
+    """The counts of the good log, with fields scaled (arrays) or replaced (y_min, y_max)."""
+    counts = _data().counts()
+    fields = {
+        name: getattr(counts, name)
+        for name in ("n_s", "n_sa", "n_sas", "n_end", "y_sum", "terminal", "y_min", "y_max")
+    }
+    for name, value in changes.items():
+        fields[name] = fields[name] * value if name.startswith("n_") else value
+    return Counts(**fields)
 
 
 @pytest.mark.parametrize(
@@ -65,6 +79,40 @@ def test_offline_dataset_rejects(changes, error, match):
         _data(**changes)
 
 
+def _npy_file(path):
+    np.save(path / "one.npy", np.zeros(3))
+    return path / "one.npy"
+
+
+def _text_file(path):
+    (path / "log.txt").write_text("h s x y s_next done\n0 0 1 0.0 1 0\n")
+    return path / "log.txt"
+
+
+def _object_arrays(path):
+    cols = {k: np.asarray(v) for k, v in GOOD.items() if k not in ("n_states", "n_actions")}
+    cols["h"] = np.array([0, 1], dtype=object)
+    np.savez(path / "objects.npz", **cols)
+    return path / "objects.npz"
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "match"),
+    [
+        (lambda path: path, ValueError, "`path` .* is a folder"),
+        (_npy_file, ValueError, r"`path` .* holds a single array \(\.npy\)"),
+        (_text_file, ValueError, "`path` .* is not an .npz archive"),
+        (_object_arrays, ValueError, "`path` .*: an array cannot be read safely"),
+        (lambda path: None, TypeError, "`path` must be a str or path-like, got NoneType"),
+        (lambda path: path / "none.npz", FileNotFoundError, "`path` .*none.npz: no such file"),
+    ],
+    ids=["folder", "npy", "text", "object-arrays", "none", "missing"],
+)
+def test_offline_dataset_load_rejects_bad_files(tmp_path, make, error, match):
+    with pytest.raises(error, match=match):
+        OfflineDataset.load(make(tmp_path), n_states=3, n_actions=2, horizon=2)
+
+
 def test_offline_dataset_load_and_merge_reject(tmp_path):
     with pytest.raises(FileNotFoundError):
         OfflineDataset.load(tmp_path / "missing.npz")
@@ -84,6 +132,7 @@ def test_offline_dataset_load_and_merge_reject(tmp_path):
         (([1, 2], 0.0), {}, TypeError, "`data` must be an OfflineDataset or Counts"),
         ((_data(), 0.0), {"unobserved": "pessimistic"}, ValueError, "`unobserved` must be one"),
         ((_data(), 0.0), {"tol": 0.0}, ValueError, "`tol` must be > 0"),
+        ((_data(), 0.0), {"stationary": "no"}, TypeError, "`stationary` must be a bool, got 'no'"),
     ],
 )
 def test_causal_upper_bound_rejects(args, kwargs, error, match):
@@ -130,6 +179,25 @@ def test_causal_upper_bound_rejects(args, kwargs, error, match):
             ValueError,
             "`n_sas` must have",
         ),
+        (lambda: _counts(n_s=3), ValueError, "`n_sa` must add up to `n_s`"),
+        (lambda: _counts(n_sas=5), ValueError, "`n_sas` and `n_end` must add up to `n_sa`"),
+        (lambda: _counts(y_max=np.nan), ValueError, "`y_max` must not be NaN"),
+        (lambda: _counts(y_min="low"), TypeError, "`y_min` must be a real number"),
+        (lambda: _counts(y_min=1.0), ValueError, "`y_min` = 1.0 exceeds `y_max`"),
+        (lambda: _counts(y_max=-2.0, y_min=-3.0), ValueError, "`y_sum` implies a reward above"),
+        (lambda: _counts(y_min=-0.5), ValueError, "`y_sum` implies a reward below"),
+        (lambda: _data().counts(pooled="x"), TypeError, "`pooled` must be a bool, got 'x'"),
+        (lambda: monte_carlo_values(_data(), stationary="no"), TypeError, "`stationary` must"),
+        (lambda: shaped_reward(1.0, 0.0, 5.0, "no", False), TypeError, "`terminated` must be"),
+        (lambda: shaped_reward(1.0, 0.0, 5.0, False, 2), ValueError, "`last` must be boolean"),
+        (
+            lambda: shaped_reward(np.zeros(3), np.zeros(2), 0.0, False, False),
+            ValueError,
+            "`y`, `phi_s`, `phi_next`, `terminated`, `last` must broadcast",
+        ),
+        (lambda: as_potential(np.zeros(3), 0, 3), ValueError, "`horizon` must be >= 1"),
+        (lambda: as_potential(np.zeros(3), "2", 3), TypeError, "`horizon` must be an int"),
+        (lambda: as_potential(np.zeros(3), 2, 0), ValueError, "`n_states` must be >= 1"),
     ],
     ids=[
         "manski",
@@ -142,6 +210,21 @@ def test_causal_upper_bound_rejects(args, kwargs, error, match):
         "potential-inf",
         "counts-negative",
         "counts-shape",
+        "counts-n_s-sum",
+        "counts-n_sa-sum",
+        "counts-y_max-nan",
+        "counts-y_min-type",
+        "counts-y-order",
+        "counts-y_max-low",
+        "counts-y_min-high",
+        "counts-pooled-flag",
+        "mc-stationary-flag",
+        "shaped-terminated-flag",
+        "shaped-last-flag",
+        "shaped-broadcast",
+        "potential-horizon-0",
+        "potential-horizon-type",
+        "potential-states-0",
     ],
 )
 def test_bound_and_shaping_helpers_reject(call, error, match):
@@ -180,20 +263,32 @@ def test_qucb_rejects(kwargs, error, match):
 
 
 @pytest.mark.parametrize(
-    ("method", "args", "match"),
+    ("method", "args", "error", "match"),
     [
-        ("act", (3, 0), r"`h` must be an int in \[0, 2\]"),
-        ("act", (0, 4), r"`s` must be an int in \[0, 3\]"),
-        ("act", (0, 1.0), "`s` must be an int"),
-        ("update", (0, 0, 2, 0.0, 1, False), r"`a` must be an int in \[0, 1\]"),
-        ("update", (0, 0, 0, np.nan, 1, False), "`r` must not be NaN"),
-        ("update", (0, 0, 0, 0.0, 7, False), "`s_next` must be an int"),
+        ("act", (3, 0), ValueError, r"`h` must be an int in \[0, 2\]"),
+        ("act", (0, 4), ValueError, r"`s` must be an int in \[0, 3\]"),
+        ("act", (0, 1.0), ValueError, "`s` must be an int"),
+        ("act", (True, 0), ValueError, "`h` must be an int"),
+        ("update", (0, 0, 2, 0.0, 1, False), ValueError, r"`a` must be an int in \[0, 1\]"),
+        ("update", (0, 0, 0, np.nan, 1, False), ValueError, "`r` must not be NaN"),
+        ("update", (0, 0, 0, 0.0, 7, False), ValueError, "`s_next` must be an int"),
+        ("update", (0, 0, 0, 0.0, 1, "False"), TypeError, "`terminated` must be a bool"),
+        ("update", (0, 0, 0, 0.0, 1, None), TypeError, "`terminated` must be a bool"),
+        ("update", (0, 0, 0, 0.0, 1, 2), TypeError, r"`terminated` must be a bool \(or 0/1\)"),
     ],
 )
-def test_qucb_steps_reject(method, args, match):
+def test_qucb_steps_reject(method, args, error, match):
     agent = QUCB(4, 2, 3, 10)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         getattr(agent, method)(*args)
+    assert agent.N.sum() == 0  # nothing was learnt from the refused step
+
+
+def test_qucb_update_takes_numpy_and_integer_flags():
+    agent = QUCB(4, 2, 3, 10)
+    agent.update(0, 0, 0, 0.0, 1, np.bool_(True))
+    agent.update(0, 0, 1, 0.0, 1, 0)
+    assert agent.N[0, 0].tolist() == [1, 1]
 
 
 def test_regret_runners_reject():
@@ -212,6 +307,63 @@ def test_regret_runners_reject():
     tied = QUCB(env.n_states, env.n_actions, env.horizon, 5, random_state=0)
     with pytest.raises(ValueError, match="random_state=None"):
         regret.run_batch(env, [tied], [0], 5)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda env, a: regret.run(env, a, 5, seed="a"), TypeError, "`seed` must be None or"),
+        (lambda env, a: regret.run(env, a, 5, seed=-1), ValueError, "`seed` must be None or"),
+        (lambda env, a: regret.run(env, None, 5), TypeError, "`agent` must be a QUCB"),
+        (
+            lambda env, a: regret.run(env, a, 5, episode_regret="no"),
+            TypeError,
+            "`episode_regret` must be a bool",
+        ),
+        (
+            lambda env, a: regret.run_batch(env, [a], [-3], 5),
+            ValueError,
+            r"`seeds\[0\]` must be None or",
+        ),
+        (
+            lambda env, a: regret.run_batch(env, [a], [0], 5, callback=5),
+            TypeError,
+            "`callback` must be callable, got int",
+        ),
+        (
+            lambda env, a: regret.run_batch(env, a, [0], 5),
+            TypeError,
+            "`agents` must be a sequence of QUCB; for one agent, use run",
+        ),
+        (
+            lambda env, a: regret.run_batch(env, [a], 0, 5),
+            TypeError,
+            "`seeds` must be a sequence of ints",
+        ),
+        (
+            lambda env, a: regret.run_batch(env, [a, QUCB(2, 5, 15, 5)], [0, 1], 5),
+            ValueError,
+            r"`agents\[1\]` has \(n_states, n_actions, horizon\)",
+        ),
+    ],
+    ids=[
+        "seed-type",
+        "seed-negative",
+        "agent-none",
+        "episode-regret-flag",
+        "seeds-negative",
+        "callback",
+        "agents-single",
+        "seeds-type",
+        "agents-sizes",
+    ],
+)
+def test_regret_runner_arguments_reject(call, error, match):
+    env = WindyGrid.preset("empty8")
+    agent = QUCB(env.n_states, env.n_actions, env.horizon, 5)
+    with pytest.raises(error, match=match):
+        call(env, agent)
+    assert agent.N.sum() == 0  # refused before any episode was played
 
 
 @pytest.mark.parametrize(
@@ -248,6 +400,7 @@ def test_tabular_cmdp_rejects(changes, error, match):
         (("FrozenLake-v1", 0), {}, ValueError, "`horizon` must be >= 1"),
         (("Taxi-v4", 10), {"fickle_passenger": True}, ValueError, "`fickle_passenger=True`"),
         ((3, 10), {}, TypeError, "`env_id` must be a str"),
+        (("FrozenLake-v1", 10), {"foo": 1}, TypeError, "`kwargs` .*'foo'"),
     ],
 )
 def test_confounded_toy_text_rejects(args, kwargs, error, match):
@@ -271,6 +424,116 @@ def test_confounded_toy_text_rejects(args, kwargs, error, match):
 def test_windy_grid_rejects(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda env: WindyGrid(5, (0.2,) * 5, 5), TypeError, "`layout` must be a string or"),
+        (lambda env: env.state(8, 0), ValueError, r"`row` must be in \[0, 7\], got 8"),
+        (lambda env: env.state(0, -1), ValueError, r"`col` must be in \[0, 7\], got -1"),
+        (lambda env: env.render_values(np.zeros(5)), ValueError, "`values` must have size 64"),
+        (lambda env: env.cell(0, 1.5), ValueError, r"`u` must be in \[0, 1\), got 1.5"),
+        (lambda env: env.cell(64, 0.5), ValueError, r"`s` must be in \[0, 63\], got 64"),
+        (
+            lambda env: env.values_of(np.zeros((3, 3))),
+            ValueError,
+            r"`policy_probs` must have shape \(15, 64, 5\) or \(64, 5\)",
+        ),
+        (
+            lambda env: env.values_of(np.full((64, 5), 5.0)),
+            ValueError,
+            "`policy_probs` must sum to 1",
+        ),
+        (
+            lambda env: env.values_of(np.tile([2.0, -1.0, 0.0, 0.0, 0.0], (64, 1))),
+            ValueError,
+            "`policy_probs` must be non-negative",
+        ),
+    ],
+    ids=[
+        "layout",
+        "row",
+        "col",
+        "render",
+        "cell-u",
+        "cell-s",
+        "values-shape",
+        "values-sum",
+        "values-negative",
+    ],
+)
+def test_windy_grid_methods_reject(call, error, match):
+    with pytest.raises(error, match=match):
+        call(WindyGrid.preset("empty8"))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda env: expert(None), TypeError, "`env` must be a TabularCMDP"),
+        (lambda env: anti_expert("FrozenLake-v1"), TypeError, "`env` must be a TabularCMDP"),
+        (lambda env: random_policy(None), TypeError, "`env` must be a TabularCMDP"),
+        (lambda env: Demonstrator(None, np.ones((1, 1, 1))), TypeError, "`env` must be a"),
+        (lambda env: exact_values(None, random_policy(env)), TypeError, "`env` must be a"),
+        (lambda env: random_policy(env)(64, 0, 0), ValueError, r"`s` must be in \[0, 63\]"),
+        (lambda env: random_policy(env)(0, 15, 0), ValueError, r"`h` must be in \[0, 14\]"),
+        (lambda env: random_policy(env)(0, 0, 5), ValueError, r"`u` must be in \[0, 4\]"),
+        (lambda env: random_policy(env).probs(0, 0, 0.5), TypeError, "`u` must be an int"),
+    ],
+    ids=[
+        "expert",
+        "anti-expert",
+        "random",
+        "table",
+        "exact-values",
+        "call-s",
+        "call-h",
+        "call-u",
+        "probs-u-type",
+    ],
+)
+def test_demonstrators_reject(call, error, match):
+    with pytest.raises(error, match=match):
+        call(WindyGrid.preset("empty8"))
+
+
+def test_toy_text_demonstrator_rejects_a_draw_outside_the_unit_interval():
+    env = ConfoundedToyText("FrozenLake-v1", horizon=5)
+    with pytest.raises(ValueError, match=r"`u` must be in \[0, 1\), got 1.5"):
+        random_policy(env)(0, 0, 1.5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"horizon": 0}, ValueError, "`horizon` must be >= 1"),
+        ({"horizon": 2.5}, TypeError, "`horizon` must be an int"),
+        (
+            {"horizon": 10},
+            ValueError,
+            "`horizon` = 10 is shorter than the environment's horizon 15",
+        ),
+    ],
+)
+def test_potential_shaping_rejects(kwargs, error, match):
+    env = WindyGrid.preset("empty8")
+    with pytest.raises(error, match=match):
+        PotentialShaping(env, np.zeros(64), **kwargs)
+
+
+def test_potential_shaping_rejects_a_non_environment_and_a_too_long_episode():
+    import gymnasium
+
+    with pytest.raises(TypeError, match=r"`env` must be a gymnasium\.Env, got NoneType"):
+        PotentialShaping(None, np.zeros(3), horizon=2)
+    # FrozenLake has no `.horizon`: a horizon shorter than its episodes is only found by step()
+    shaped = PotentialShaping(gymnasium.make("FrozenLake-v1", is_slippery=False), np.zeros(16), 2)
+    shaped.reset(seed=0)
+    shaped.step(0)
+    shaped.step(0)  # two steps left against the wall: still in the start state
+    with pytest.raises(RuntimeError, match="run past `horizon` = 2 steps"):
+        shaped.step(0)
 
 
 def test_environment_and_demonstrator_calls_reject():

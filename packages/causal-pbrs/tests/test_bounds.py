@@ -180,3 +180,18 @@ def test_monte_carlo_values_equal_a_brute_force_average():
     got = monte_carlo_values(data)
     np.testing.assert_allclose(got[0], expected, atol=1e-9)
     assert (got[-1] == 0).all()
+
+
+def test_negative_reward_max_is_valid_on_live_states_and_caps_an_unseen_terminal_at_b():
+    """README "Validity is on the non-terminal states": CliffWalking, whose goal (47) an
+    anti-expert never reaches, with b = −1 (every reward is −1 or −100)."""
+    from causal_pbrs import ConfoundedToyText, anti_expert
+
+    env = ConfoundedToyText("CliffWalking-v1", horizon=20)
+    V, _ = env.optimal_values()
+    data = env.collect(anti_expert(env), 5000, rng=0)
+    assert not data.counts().terminal[47]  # the log never shows the goal terminal
+    phi = causal_upper_bound(data, reward_max=-1.0)
+    _check_valid(env, phi, V, -1.0)  # valid on every non-terminal state
+    np.testing.assert_array_equal(phi[:20, 47], -1.0)  # the live cap b, below V* = 0 there
+    assert (V[:20, 47] == 0.0).all()

@@ -86,3 +86,32 @@ def test_run_rejects_bad_sizes():
         main(["run", "empty8", "--episodes", "0"])
     with pytest.raises(SystemExit):
         main(["run", "no-such-env"])
+
+
+def test_bound_names_the_first_step_zero_based(tmp_path, capsys):
+    env = WindyGrid.preset("empty8")
+    path = env.collect(random_policy(env), 300, rng=0).save(tmp_path / "d.npz")
+    main(["bound", str(path), "--reward-max", "0", "--out", str(tmp_path / "phi.npy")])
+    assert "φ_0 (h = 0) in [" in capsys.readouterr().out
+
+
+def test_bound_reports_files_that_are_not_logs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a log\n")
+    with pytest.raises(SystemExit, match=r"is not an \.npz archive"):
+        main(["bound", str(tmp_path / "notes.txt"), "--reward-max", "0"])
+    np.savez(tmp_path / "bare.npz", h=[0], s=[0], x=[0], y=[0.0], s_next=[1], done=[False])
+    with pytest.raises(SystemExit, match="command line: --n-states"):
+        main(["bound", str(tmp_path / "bare.npz"), "--reward-max", "0"])
+
+
+def test_run_checks_its_output_folder_before_running(capsys):
+    with pytest.raises(SystemExit, match="--out: folder /no/such/dir does not exist"):
+        main(["run", "empty8", "--episodes", "5", "--out", "/no/such/dir/r.json"])
+    assert "cumulative gap regret" not in capsys.readouterr().out  # nothing was run
+
+
+def test_reproduce_reports_an_unusable_report_folder(tmp_path):
+    (tmp_path / "taken").write_text("a file, not a folder\n")
+    with pytest.raises(SystemExit, match="--out: cannot create the report folder"):
+        main(["reproduce", "--out", str(tmp_path / "taken" / "reports")])

@@ -1,10 +1,10 @@
-"""Replays the README's Python blocks, on logs written from the lava grid's demonstrators."""
+"""Replays the README's Python blocks in an empty folder: they write the logs they read."""
 
 import re
 from pathlib import Path
 
 import numpy as np
-from causal_pbrs import WindyGrid, expert, random_policy
+from causal_pbrs import WindyGrid
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -14,15 +14,14 @@ def python_blocks():
 
 
 def test_readme_has_a_short_usage_block():
-    blocks = python_blocks()
-    assert blocks, "the README lost its usage example"
-    assert len(blocks[0].strip().splitlines()) <= 15
+    usage = [block for block in python_blocks() if "QUCB(" in block]
+    assert usage, "the README lost its usage example"
+    assert len(usage[0].strip().splitlines()) <= 15
 
 
 def test_readme_blocks_run_in_order(tmp_path, monkeypatch):
+    # no logs are prepared here: a new user copying the README has none either
     env = WindyGrid.preset("lava_extreme")
-    env.collect(expert(env), 20_000, rng=0).save(tmp_path / "expert.npz")
-    env.collect(random_policy(env), 20_000, rng=1).save(tmp_path / "random.npz")
     monkeypatch.chdir(tmp_path)
     namespace = {}
     for index, block in enumerate(python_blocks()):

@@ -15,6 +15,19 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
     return int(value)
 
 
+def check_bool(value, name: str, *, allow_int: bool = False) -> bool:
+    """A bool (Python or numpy); with `allow_int`, the ints 0 and 1 too. Returned as a bool.
+
+    Truthiness is not enough: ``"False"`` or ``None`` for a flag would silently pick a branch.
+    """
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if allow_int and isinstance(value, numbers.Integral) and value in (0, 1):
+        return bool(value)
+    wanted = "a bool (or 0/1)" if allow_int else "a bool"
+    raise TypeError(f"`{name}` must be {wanted}, got {value!r}")
+
+
 def check_index_array(values, name: str, size: int, *, length: int | None = None) -> np.ndarray:
     """1-D integer array with entries in ``[0, size)``; returned as int64.
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from icml25_core import as_generator, check_choice
 
-from ._validation import check_int, check_real
+from ._validation import check_bool, check_int, check_real
 from .shaping import as_potential
 
 __all__ = ["QUCB"]
@@ -131,9 +131,7 @@ class QUCB:
         K = self.n_episodes = check_int(n_episodes, "n_episodes", low=1)
         self.c = check_real(c, "c", low=0, inclusive="neither")
         self.p = check_real(p, "p", low=0, high=1, inclusive="neither")
-        if not isinstance(homogeneous, bool | np.bool_):
-            raise TypeError(f"`homogeneous` must be a bool, got {type(homogeneous).__name__}")
-        self.homogeneous = bool(homogeneous)
+        self.homogeneous = check_bool(homogeneous, "homogeneous")
         self.clip = check_choice(clip, "clip", ("valid", "official"))
         self.bonus_range = check_choice(bonus_range, "bonus_range", ("max_phi", "range"))
         self.reward_min = None if reward_min is None else check_real(reward_min, "reward_min")
@@ -188,10 +186,15 @@ class QUCB:
         return self.Q.argmax(axis=-1)
 
     # -------------------------------------------------------------------------- interface
+    @staticmethod
+    def _is_index(value, size):
+        integer = isinstance(value, int | np.integer) and not isinstance(value, bool)
+        return integer and 0 <= value < size
+
     def _check_step(self, h, s, name="s"):
-        if not (isinstance(h, int | np.integer) and 0 <= h < self.horizon):
+        if not self._is_index(h, self.horizon):
             raise ValueError(f"`h` must be an int in [0, {self.horizon - 1}], got {h!r}")
-        if not (isinstance(s, int | np.integer) and 0 <= s < self.n_states):
+        if not self._is_index(s, self.n_states):
             raise ValueError(f"`{name}` must be an int in [0, {self.n_states - 1}], got {s!r}")
 
     def act(self, h, s) -> int:
@@ -229,13 +232,17 @@ class QUCB:
         ------
         ValueError
             If an index is out of range or `r` is NaN or infinite.
+        TypeError
+            If `terminated` is not a bool (or 0/1): a string such as ``"False"`` is refused
+            rather than read as True.
         """
         self._check_step(h, s)
         self._check_step(h, s_next, "s_next")
-        if not (isinstance(a, int | np.integer) and 0 <= a < self.n_actions):
+        if not self._is_index(a, self.n_actions):
             raise ValueError(f"`a` must be an int in [0, {self.n_actions - 1}], got {a!r}")
         r = check_real(r, "r")
-        self._update(int(h), int(s), int(a), r, int(s_next), bool(terminated))
+        terminated = check_bool(terminated, "terminated", allow_int=True)
+        self._update(int(h), int(s), int(a), r, int(s_next), terminated)
 
     def _update(self, h, s, a, y, s_next, terminated):
         H = self.horizon

@@ -16,13 +16,23 @@ import numpy as np
 
 from icml25_core import as_generator, check_array
 
-from ._validation import check_real
+from ._validation import check_int, check_real
+from .envs import TabularCMDP
 
 __all__ = ["Demonstrator", "anti_expert", "exact_values", "expert", "random_policy"]
+
 
 EPSILON = (
     0.05  # official: `np.random.rand() < .95` in every behaviour policy of calculate_values.py
 )
+
+
+def _check_env(env) -> None:
+    if not isinstance(env, TabularCMDP):
+        raise TypeError(
+            "`env` must be a TabularCMDP (WindyGrid, ConfoundedToyText or your own), got "
+            f"{type(env).__name__}"
+        )
 
 
 class Demonstrator:
@@ -38,8 +48,11 @@ class Demonstrator:
 
     Raises
     ------
+    TypeError
+        If `env` is not a :class:`~causal_pbrs.TabularCMDP`.
     ValueError
-        If the table's shape does not match `env` or a row does not sum to 1.
+        If the table's shape does not match `env` or a row does not sum to 1; from a call, if
+        `s`, `h` or `u` is out of range.
 
     Notes
     -----
@@ -56,6 +69,7 @@ class Demonstrator:
     """
 
     def __init__(self, env, table, name: str = "demonstrator") -> None:
+        _check_env(env)
         H, S, K, A = env.horizon, env.n_states, env.n_cells, env.n_actions
         table = check_array(table, "table", ndim=(3, 4), cast=np.float64)
         if table.ndim == 3:
@@ -80,6 +94,9 @@ class Demonstrator:
 
     def probs(self, h: int, s: int, u) -> np.ndarray:
         """π_h(· | s, u): shape (A,)."""
+        H, S = self.probs_table.shape[:2]
+        h = check_int(h, "h", low=0, high=H - 1)
+        s = check_int(s, "s", low=0, high=S - 1)
         return self.probs_table[h, s, self.env.confounder_cell(s, u)]
 
     def __call__(self, s: int, h: int, u, rng=None) -> int:
@@ -92,6 +109,7 @@ class Demonstrator:
 
 def _revealed(env, epsilon, worst):
     """Greedy (or anti-greedy) policy of the U-revealed MDP, mixed with ε uniform actions."""
+    _check_env(env)
     epsilon = check_real(epsilon, "epsilon", low=0, high=1)
     H, S, K, A = env.horizon, env.n_states, env.n_cells, env.n_actions
     V = np.zeros(S)
@@ -132,6 +150,7 @@ def anti_expert(env, epsilon: float = EPSILON) -> Demonstrator:
 
 def random_policy(env) -> Demonstrator:
     """The uniform random demonstrator (official ``np.random.choice(5)``)."""
+    _check_env(env)
     shape = (env.horizon, env.n_states, env.n_cells, env.n_actions)
     return Demonstrator(env, np.full(shape, 1.0 / env.n_actions), name="random")
 
@@ -150,6 +169,7 @@ def exact_values(env, policy: Demonstrator) -> np.ndarray:
         V^β_h(s) = E[Σ_{t >= h} Y_t | S_h = s] under β, with V^β_H ≡ 0. Because β sees U this
         can exceed the interventional optimum V*_h(s): behavioural values are not upper bounds.
     """
+    _check_env(env)
     if not isinstance(policy, Demonstrator):
         raise TypeError(f"`policy` must be a Demonstrator, got {type(policy).__name__}")
     policy.check_env(env)

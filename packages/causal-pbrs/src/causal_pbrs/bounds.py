@@ -26,7 +26,7 @@ import numpy as np
 
 from icml25_core import check_array, check_choice
 
-from ._validation import check_real
+from ._validation import check_bool, check_real
 from .data import Counts, OfflineDataset
 
 __all__ = ["causal_upper_bound", "combine", "manski_bounds", "monte_carlo_values"]
@@ -117,12 +117,16 @@ def causal_upper_bound(
     -------
     ndarray of shape (H + 1, S), float64
         φ_h(s) = min(V̄_h(s), max(b, (H − h) b)) for 0-based h; row H is 0, and states the data
-        show terminal (entered with ``done``, never left) are 0.
+        show terminal (entered with ``done``, never left) are 0. φ bounds V* on every
+        non-terminal state. A terminal state the logs never entered cannot be told from an
+        unvisited live one and gets the live cap: with b < 0 that is b, below its V* = 0.
+        Shaping never reads φ there (φ(s') := 0 when a step ends the episode), but compare
+        φ with V* on the non-terminal states only.
 
     Raises
     ------
     TypeError
-        If `data` is neither an OfflineDataset nor Counts.
+        If `data` is neither an OfflineDataset nor Counts, or `stationary` is not a bool.
     ValueError
         If a logged reward exceeds `reward_max`, `unobserved` is unknown or `tol` <= 0.
 
@@ -142,6 +146,7 @@ def causal_upper_bound(
     >>> phi.shape, bool((phi >= env.optimal_values()[0] - 1e-9).all())
     ((21, 81), True)
     """
+    stationary = check_bool(stationary, "stationary")
     if stationary and isinstance(data, OfflineDataset):
         counts = stats = data.counts(pooled=True)  # no per-step arrays needed
         H = data.horizon
@@ -273,9 +278,15 @@ def monte_carlo_values(data: OfflineDataset, *, stationary=True):
     ndarray of shape (H + 1, S)
         Mean of Σ_{t >= h} Y_t over the visits; 0 for unvisited states and in row H (official).
         Because the demonstrator saw U, these are neither upper nor lower bounds on V*.
+
+    Raises
+    ------
+    TypeError
+        If `data` is not an OfflineDataset or `stationary` is not a bool.
     """
     if not isinstance(data, OfflineDataset):
         raise TypeError(f"`data` must be an OfflineDataset, got {type(data).__name__}")
+    stationary = check_bool(stationary, "stationary")
     H, S = data.horizon, data.n_states
     G = data.returns_to_go()
     index = data.s if stationary else data.h * S + data.s

@@ -58,7 +58,7 @@ def bound(args):
     np.save(out, phi)
     H, S = phi.shape[0] - 1, phi.shape[1]
     low, high = phi[0].min(), phi[0].max()
-    print(f"{len(data)} transitions, H = {H}, S = {S}: φ_1 in [{low:.4g}, {high:.4g}]")
+    print(f"{len(data)} transitions, H = {H}, S = {S}: φ_0 (h = 0) in [{low:.4g}, {high:.4g}]")
     print(f"wrote {out} (shape {phi.shape}: φ_h(s), row H = 0)")
 
 
@@ -84,6 +84,8 @@ def run(args):
         _fail("--episodes, --seeds and --transitions must be >= 1")
     if args.horizon is not None and args.horizon < 1:
         _fail("--horizon must be >= 1")
+    if args.out and not Path(args.out).parent.is_dir():
+        _fail(f"--out: folder {Path(args.out).parent} does not exist")
     env = make_env(args.env, args.horizon)
     b = ENVIRONMENTS[args.env][1]
     b = env.reward_range[1] if b is None else b
@@ -179,6 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _reproduce(args):
     from . import reproduce  # imported here so that `--help` stays fast
 
+    try:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        _fail(f"--out: cannot create the report folder {args.out} ({error.strerror})")
     markdown, _ = reproduce.main(args.out, full=args.full)
     print(f"wrote {markdown} (and .json)")
 

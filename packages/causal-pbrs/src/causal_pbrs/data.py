@@ -12,13 +12,14 @@ Axis letters: N rows, H horizon, S states, A actions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 
 import numpy as np
 
 from icml25_core import check_array, check_consistent_length
 
-from ._validation import check_index_array, check_int
+from ._validation import check_bool, check_index_array, check_int, check_real
 
 __all__ = ["Counts", "OfflineDataset"]
 
@@ -47,7 +48,12 @@ class Counts:
     Raises
     ------
     ValueError
-        If the shapes disagree, a count is negative or a value is NaN or infinite.
+        If the shapes disagree, a count is negative, a value is NaN or infinite, the counts do
+        not add up (``n_s = n_sa.sum(-1)``, ``n_sa = n_sas.sum(-1) + n_end``, relative
+        tolerance 1e-7), ``y_min > y_max``, or `y_sum` lies outside
+        ``[y_min · n_sa, y_max · n_sa]`` (the `reward_max` check relies on `y_max`).
+    TypeError
+        If `y_min` or `y_max` is not a real number.
     """
 
     n_s: np.ndarray
@@ -78,8 +84,36 @@ class Counts:
             object.__setattr__(self, name, value)
         terminal = check_array(self.terminal, "terminal", shape=(S,), dtype="bool")
         object.__setattr__(self, "terminal", terminal)
-        object.__setattr__(self, "y_min", float(self.y_min))
-        object.__setattr__(self, "y_max", float(self.y_max))
+        y_min, y_max = check_real(self.y_min, "y_min"), check_real(self.y_max, "y_max")
+        if y_min > y_max:
+            raise ValueError(f"`y_min` = {y_min} exceeds `y_max` = {y_max}")
+        object.__setattr__(self, "y_min", y_min)
+        object.__setattr__(self, "y_max", y_max)
+        self._check_sums()
+
+    def _check_sums(self) -> None:
+        """The identities every log and every exact distribution satisfies."""
+
+        def close(a, b):
+            return np.allclose(a, b, rtol=1e-7, atol=1e-9)
+
+        if not close(self.n_sa.sum(axis=-1), self.n_s):
+            raise ValueError("`n_sa` must add up to `n_s` over actions (n_s = n_sa.sum(-1))")
+        if not close(self.n_sas.sum(axis=-1) + self.n_end, self.n_sa):
+            raise ValueError(
+                "`n_sas` and `n_end` must add up to `n_sa` (n_sa = n_sas.sum(-1) + n_end)"
+            )
+        slack = 1e-7 * np.abs(self.n_sa) * max(abs(self.y_min), abs(self.y_max)) + 1e-9
+        if (self.y_sum > self.y_max * self.n_sa + slack).any():
+            raise ValueError(
+                f"`y_sum` implies a reward above `y_max` = {self.y_max}: `y_max` must be the "
+                "largest reward logged"
+            )
+        if (self.y_sum < self.y_min * self.n_sa - slack).any():
+            raise ValueError(
+                f"`y_sum` implies a reward below `y_min` = {self.y_min}: `y_min` must be the "
+                "smallest reward logged"
+            )
 
     @property
     def horizon(self) -> int:
@@ -221,6 +255,7 @@ class OfflineDataset:
             ``n_end`` (H, S, A), ``y_sum`` (H, S, A), ``terminal`` (S,); H is 1 when `pooled`.
             Computed with ``np.bincount`` over flat indices (the same sums as ``np.add.at``).
         """
+        pooled = check_bool(pooled, "pooled")
         H, S, A = (1 if pooled else self.horizon), self.n_states, self.n_actions
         hs = self.s if pooled else self.h * S + self.s
         hsa = hs * A + self.x
@@ -289,14 +324,43 @@ class OfflineDataset:
         ------
         FileNotFoundError
             If `path` does not exist.
+        TypeError
+            If `path` is not a str or path-like.
         ValueError
-            If an array or a size is missing.
+            If `path` is a folder or not an ``.npz`` archive of plain arrays (a single ``.npy``
+            array, a text file, pickled objects), or an array or a size is missing.
         """
-        with np.load(Path(path)) as archive:
+        if not isinstance(path, str | PathLike):
+            raise TypeError(f"`path` must be a str or path-like, got {type(path).__name__}")
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"`path` {path}: no such file")
+        if path.is_dir():
+            raise ValueError(f"`path` {path} is a folder, not an .npz file")
+        try:
+            archive = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as error:
+            raise ValueError(
+                f"`path` {path} is not an .npz archive of the arrays {list(cls.fields)} ({error})"
+            ) from None
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError(
+                f"`path` {path} holds a single array (.npy); save a log with "
+                f"OfflineDataset.save or np.savez with the arrays {list(cls.fields)}"
+            )
+        with archive:
             missing = [f for f in cls.fields if f not in archive]
             if missing:
                 raise ValueError(f"{path}: arrays {missing} missing (needs {list(cls.fields)})")
-            cols = [archive[f] for f in cls.fields]
+            try:
+                cols = [archive[f] for f in cls.fields]
+                stored = {
+                    n: archive[n] for n in ("n_states", "n_actions", "horizon") if n in archive
+                }
+            except ValueError as error:  # object arrays need pickle, which stays off
+                raise ValueError(
+                    f"`path` {path}: an array cannot be read safely ({error})"
+                ) from None
             sizes = {}
             for name, given in (
                 ("n_states", n_states),
@@ -305,8 +369,11 @@ class OfflineDataset:
             ):
                 if given is not None:
                     sizes[name] = given
-                elif name in archive:
-                    sizes[name] = int(archive[name])
+                elif name in stored:
+                    sizes[name] = int(stored[name])
                 else:
-                    raise ValueError(f"{path} does not record `{name}`: pass {name}=...")
+                    flag = "--" + name.replace("_", "-")
+                    raise ValueError(
+                        f"{path} does not record `{name}`: pass {name}=... (command line: {flag})"
+                    )
         return cls(*cols, **sizes)

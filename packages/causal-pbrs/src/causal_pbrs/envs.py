@@ -184,7 +184,7 @@ class TabularCMDP(gymnasium.Env):
         if not (isinstance(action, numbers.Integral) and 0 <= action < self.n_actions):
             raise ValueError(f"`action` must be an int in [0, {self.n_actions - 1}], got {action}")
         s, a = self._s, int(action)
-        k = self.cell(s, self.np_random.random())
+        k = self._cell(s, self.np_random.random())
         s_next = int(self.next_state[s, a, k])
         terminated = bool(self.terminal[s_next])
         self._h += 1
@@ -194,7 +194,18 @@ class TabularCMDP(gymnasium.Env):
 
     # ------------------------------------------------------------------------- the confounder
     def cell(self, s: int, u: float) -> int:
-        """The cell of U that a uniform draw ``u`` in [0, 1) falls in at state ``s``."""
+        """The cell of U that a uniform draw ``u`` in [0, 1) falls in at state ``s``.
+
+        Raises
+        ------
+        ValueError
+            If `s` is not a state or `u` is not in [0, 1).
+        """
+        s = check_int(s, "s", low=0, high=self.n_states - 1)
+        u = check_real(u, "u", low=0, high=1, inclusive="left")
+        return self._cell(s, u)
+
+    def _cell(self, s, u):
         return int(_first_true(self.u_upper[s] > u))
 
     def confounder(self, s: int, k: int, u: float):
@@ -202,8 +213,14 @@ class TabularCMDP(gymnasium.Env):
         return k
 
     def confounder_cell(self, s: int, u) -> int:
-        """Inverse of :meth:`confounder`: the cell index of what a demonstrator saw."""
-        return int(u)
+        """Inverse of :meth:`confounder`: the cell index of what a demonstrator saw.
+
+        Raises
+        ------
+        ValueError
+            If `u` is not a cell index in [0, K).
+        """
+        return check_int(u, "u", low=0, high=self.n_cells - 1)
 
     # --------------------------------------------------------------------------------- tables
     @property
@@ -257,12 +274,21 @@ class TabularCMDP(gymnasium.Env):
         -------
         ndarray of shape (H + 1, S)
             V^π_h(s), with V^π_H ≡ 0.
+
+        Raises
+        ------
+        ValueError
+            If the shape is neither (H, S, A) nor (S, A), or a row π_h(· | s) is not a
+            probability vector (negative, or not summing to 1).
         """
         H, S, A = self.horizon, self.n_states, self.n_actions
         pi = check_array(policy_probs, "policy_probs", ndim=(2, 3), cast=np.float64)
-        pi = np.broadcast_to(pi, (H, S, A)) if pi.ndim == 2 else pi
-        if pi.shape != (H, S, A):
-            raise ValueError(f"`policy_probs` must have shape ({H}, {S}, {A}), got {pi.shape}")
+        if pi.shape not in ((S, A), (H, S, A)):
+            raise ValueError(
+                f"`policy_probs` must have shape ({H}, {S}, {A}) or ({S}, {A}), got {pi.shape}"
+            )
+        pi = check_probabilities(pi, "policy_probs", atol=1e-6)
+        pi = np.broadcast_to(pi, (H, S, A))
         V = np.zeros((H + 1, S))
         for h in range(H - 1, -1, -1):
             V[h] = np.einsum("sa,sa->s", pi[h], self._q_backup(V[h + 1]))
@@ -439,7 +465,7 @@ def _simulate_callable(env, policy, n, rng):
         s = int(_first_true(cum_init > rng.random()))
         for h in range(env.horizon):
             u = rng.random()
-            k = env.cell(s, u)
+            k = env._cell(s, u)
             x = policy(s, h, env.confounder(s, k, u), rng)
             if not (isinstance(x, numbers.Integral) and 0 <= x < env.n_actions):
                 raise ValueError(
@@ -481,7 +507,8 @@ class ConfoundedToyText(TabularCMDP):
     Raises
     ------
     TypeError
-        If the environment has no tabular ``P`` (e.g. ``"CartPole-v1"``) or no discrete spaces.
+        If the environment has no tabular ``P`` (e.g. ``"CartPole-v1"``) or no discrete spaces,
+        or its constructor refuses a keyword of `kwargs`.
     ValueError
         If `env_id` is not registered, `horizon` < 1, or ``fickle_passenger=True`` (Taxi then
         changes destinations outside ``P``).
@@ -513,6 +540,8 @@ class ConfoundedToyText(TabularCMDP):
             made = gymnasium.make(env_id, **kwargs)
         except gymnasium.error.Error as error:
             raise ValueError(f"`env_id` {env_id!r}: {error}") from None
+        except TypeError as error:  # an unknown keyword of the environment's constructor
+            raise TypeError(f"`kwargs` {kwargs} for {env_id!r}: {error}") from None
         raw = made.unwrapped
         table = getattr(raw, "P", None)
         isd = getattr(raw, "initial_state_distrib", None)
@@ -573,7 +602,7 @@ class ConfoundedToyText(TabularCMDP):
         return u
 
     def confounder_cell(self, s: int, u) -> int:
-        return self.cell(s, float(u))
+        return self.cell(s, u)
 
     def __str__(self) -> str:
         return repr(self)
@@ -660,6 +689,8 @@ class WindyGrid(TabularCMDP):
     ValueError
         If the layout is not rectangular, uses another character or has no start cell; if the
         wind is not 5 probabilities summing to 1; if `horizon` < 1.
+    TypeError
+        If `layout` is neither a string nor an iterable of strings.
 
     Notes
     -----
@@ -676,7 +707,15 @@ class WindyGrid(TabularCMDP):
     """
 
     def __init__(self, layout, wind, horizon, step_cost=-0.1, lava_cost=-1.0) -> None:
-        rows = layout.strip().splitlines() if isinstance(layout, str) else list(layout)
+        if isinstance(layout, str):
+            rows = layout.strip().splitlines()
+        else:
+            try:
+                rows = list(layout)
+            except TypeError:
+                raise TypeError(
+                    f"`layout` must be a string or a list of strings, got {type(layout).__name__}"
+                ) from None
         if not rows or any(not isinstance(r, str) for r in rows):
             raise ValueError("`layout` must be a non-empty string or sequence of strings")
         rows = [r.strip() for r in rows]
@@ -759,12 +798,28 @@ class WindyGrid(TabularCMDP):
         return cls(spec["layout"], spec["wind"], horizon, **kwargs)
 
     def state(self, row: int, col: int) -> int:
-        """State index of the cell (row, col)."""
-        return int(row) * self.shape[1] + int(col)
+        """State index of the cell (row, col).
+
+        Raises
+        ------
+        ValueError
+            If the cell is outside the grid.
+        """
+        row = check_int(row, "row", low=0, high=self.shape[0] - 1)
+        col = check_int(col, "col", low=0, high=self.shape[1] - 1)
+        return row * self.shape[1] + col
 
     def render_values(self, values) -> np.ndarray:
-        """Reshape an (S,) vector to the (rows, columns) grid."""
-        return np.asarray(values).reshape(self.shape)
+        """Reshape an (S,) vector to the (rows, columns) grid.
+
+        Raises
+        ------
+        ValueError
+            If `values` does not have shape (S,).
+        """
+        S = self.shape[0] * self.shape[1]
+        values = check_array(values, "values", shape=(S,), dtype=None, finite=False)
+        return values.reshape(self.shape)
 
     def __str__(self) -> str:
         return repr(self)

@@ -17,31 +17,37 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import check_bool, check_int
 from .agents import QUCB, _round
 from .envs import TabularCMDP, _first_true
 
 __all__ = ["run", "run_batch"]
 
 
-def _check(env, agents):
+def _check(env, agents, names):
     if not isinstance(env, TabularCMDP):
         raise TypeError(f"`env` must be a TabularCMDP (e.g. WindyGrid), got {type(env).__name__}")
-    for i, agent in enumerate(agents):
+    for name, agent in zip(names, agents, strict=True):
         if not isinstance(agent, QUCB):
-            raise TypeError(f"`agents[{i}]` must be a QUCB, got {type(agent).__name__}")
+            raise TypeError(f"`{name}` must be a QUCB, got {type(agent).__name__}")
         sizes = (agent.n_states, agent.n_actions, agent.horizon)
         want = (env.n_states, env.n_actions, env.horizon)
         if sizes != want:
             raise ValueError(
-                f"`agent` has (n_states, n_actions, horizon) {sizes}; the environment {want}"
+                f"`{name}` has (n_states, n_actions, horizon) {sizes}; the environment {want}"
             )
 
 
-def _uniforms(seed, n_episodes, horizon):
+def _uniforms(seed, n_episodes, horizon, name="seed"):
     """The randomness of the episodes: one row per episode, u[0] picks the first state and u[1 + h]
     the cell of U at step h (unused entries are discarded)."""
-    return np.random.default_rng(seed).random((n_episodes, horizon + 1))
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError) as error:
+        raise type(error)(
+            f"`{name}` must be None or a non-negative int, got {seed!r} ({error})"
+        ) from None
+    return rng.random((n_episodes, horizon + 1))
 
 
 def _policy_values(env, Q, homogeneous, random_ties):
@@ -105,9 +111,10 @@ def run(env, agent, n_episodes, seed=None, *, episode_regret=True):
     Raises
     ------
     TypeError
-        If `env` is not a TabularCMDP or `agent` not a QUCB.
+        If `env` is not a TabularCMDP, `agent` not a QUCB, `seed` not an int or
+        `episode_regret` not a bool.
     ValueError
-        If the agent's sizes differ from the environment's or `n_episodes` < 1.
+        If the agent's sizes differ from the environment's, `n_episodes` < 1 or `seed` < 0.
 
     Examples
     --------
@@ -118,11 +125,12 @@ def run(env, agent, n_episodes, seed=None, *, episode_regret=True):
     >>> sorted(out), out["gap_regret"].shape
     (['episode_regret', 'gap_regret', 'returns'], (20,))
     """
-    _check(env, [agent])
+    _check(env, [agent], ["agent"])
     K = check_int(n_episodes, "n_episodes", low=1)
+    episode_regret = check_bool(episode_regret, "episode_regret")
     H = env.horizon
-    V_star, Q_star = env.optimal_values()
     U = _uniforms(seed, K, H)
+    V_star, Q_star = env.optimal_values()
     cum_init = np.cumsum(env.initial)
     gap, episode, returns = np.zeros(K), np.zeros(K), np.zeros(K)
     homog = np.array([agent.homogeneous])
@@ -180,8 +188,12 @@ def run_batch(env, agents, seeds, n_episodes, callback=None, *, episode_regret=T
 
     Raises
     ------
+    TypeError
+        If `agents` or `seeds` is not a sequence, an agent is not a QUCB, `callback` is not
+        callable or `episode_regret` not a bool.
     ValueError
-        If `agents` is empty, `seeds` has another length, or an agent breaks ties at random.
+        If `agents` is empty, `seeds` has another length, a seed is negative, or an agent
+        breaks ties at random.
 
     Notes
     -----
@@ -189,11 +201,24 @@ def run_batch(env, agents, seeds, n_episodes, callback=None, *, episode_regret=T
     ended moves to an absorbing scratch state, so every step is the same few dozen numpy calls
     on arrays of length B, whichever learners are still playing.
     """
-    agents = list(agents)
+    if isinstance(agents, QUCB):
+        raise TypeError("`agents` must be a sequence of QUCB; for one agent, use run()")
+    try:
+        agents = list(agents)
+    except TypeError:
+        raise TypeError(
+            f"`agents` must be a sequence of QUCB, got {type(agents).__name__}"
+        ) from None
     if not agents:
         raise ValueError("`agents` is empty")
-    _check(env, agents)
-    seeds = list(seeds)
+    _check(env, agents, [f"agents[{i}]" for i in range(len(agents))])
+    try:
+        seeds = list(seeds)
+    except TypeError:
+        raise TypeError(f"`seeds` must be a sequence of ints, got {type(seeds).__name__}") from None
+    if callback is not None and not callable(callback):
+        raise TypeError(f"`callback` must be callable, got {type(callback).__name__}")
+    episode_regret = check_bool(episode_regret, "episode_regret")
     if len(seeds) != len(agents):
         raise ValueError(f"`seeds` has {len(seeds)} entries for {len(agents)} agents")
     if any(a._rng is not None for a in agents):
@@ -201,7 +226,7 @@ def run_batch(env, agents, seeds, n_episodes, callback=None, *, episode_regret=T
     K = check_int(n_episodes, "n_episodes", low=1)
     B, H, S, A, C = len(agents), env.horizon, env.n_states, env.n_actions, env.n_cells
     V_star, Q_star = env.optimal_values()
-    U = np.stack([_uniforms(seed, K, H) for seed in seeds])  # (B, K, H + 1)
+    U = np.stack([_uniforms(seed, K, H, f"seeds[{i}]") for i, seed in enumerate(seeds)])
     cum_init = np.cumsum(env.initial)
     # Everything below is flat arrays and precomputed offsets, so that each step is mostly
     # gathers (indexing an array with an index array), the cheapest numpy calls.

@@ -16,6 +16,8 @@ import numpy as np
 
 from icml25_core import check_array
 
+from ._validation import check_int
+
 __all__ = ["PotentialShaping", "as_potential", "shaped_reward"]
 
 
@@ -34,10 +36,14 @@ def as_potential(phi, horizon: int, n_states: int, name: str = "potential") -> n
     Raises
     ------
     ValueError
-        If the shape fits none of the above or a value is NaN or infinite.
+        If the shape fits none of the above, a value is NaN or infinite, or `horizon` or
+        `n_states` is < 1.
+    TypeError
+        If `horizon` or `n_states` is not an int.
     """
+    H = check_int(horizon, "horizon", low=1)
+    S = check_int(n_states, "n_states", low=1)
     arr = check_array(phi, name, ndim=(1, 2), cast=np.float64)
-    H, S = horizon, n_states
     out = np.zeros((H + 1, S))
     if arr.shape == (S,):
         out[:H] = arr
@@ -74,7 +80,10 @@ def shaped_reward(y, phi_s, phi_next, terminated, last):
     Raises
     ------
     ValueError
-        If a value is NaN or infinite.
+        If a value is NaN or infinite, a flag is not 0/1, or the shapes do not broadcast.
+    TypeError
+        If a value is not numeric (a string such as ``"no"`` for a flag is refused rather than
+        read as True).
 
     Notes
     -----
@@ -92,7 +101,22 @@ def shaped_reward(y, phi_s, phi_next, terminated, last):
         check_array(v, n, ndim=None)
         for v, n in ((y, "y"), (phi_s, "phi_s"), (phi_next, "phi_next"))
     ]
-    ends = np.logical_or(np.asarray(terminated, dtype=bool), np.asarray(last, dtype=bool))
+    flags = []
+    for v, n in ((terminated, "terminated"), (last, "last")):
+        flag = check_array(v, n, ndim=None)
+        if flag.dtype != bool and not np.isin(flag, (0, 1)).all():
+            raise ValueError(f"`{n}` must be boolean (or 0/1)")
+        flags.append(flag.astype(bool))
+    arrays = {"y": values[0], "phi_s": values[1], "phi_next": values[2]}
+    arrays.update(terminated=flags[0], last=flags[1])
+    try:
+        np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{n}: {a.shape}" for n, a in arrays.items())
+        raise ValueError(
+            f"`y`, `phi_s`, `phi_next`, `terminated`, `last` must broadcast; got {shapes}"
+        ) from None
+    ends = np.logical_or(flags[0], flags[1])
     out = (values[0] + np.where(ends, 0.0, values[2])) - values[1]
     return float(out) if np.ndim(out) == 0 else out
 
@@ -118,9 +142,13 @@ class PotentialShaping(gymnasium.Wrapper):
     Raises
     ------
     TypeError
-        If the observation space is not ``Discrete``.
+        If `env` is not a gymnasium environment, its observation space is not ``Discrete``, or
+        `horizon` is not an int.
     ValueError
-        If `phi` has the wrong shape or `horizon` is missing.
+        If `phi` has the wrong shape, `horizon` is missing or < 1, or shorter than the
+        environment's own ``horizon`` (its episodes would outlast the potential).
+    RuntimeError
+        From :meth:`step`, if an episode runs past `horizon` steps.
 
     Examples
     --------
@@ -131,13 +159,21 @@ class PotentialShaping(gymnasium.Wrapper):
     """
 
     def __init__(self, env, phi, horizon: int | None = None) -> None:
+        if not isinstance(env, gymnasium.Env):
+            raise TypeError(f"`env` must be a gymnasium.Env, got {type(env).__name__}")
         super().__init__(env)
         if not isinstance(env.observation_space, gymnasium.spaces.Discrete):
             raise TypeError("`env` must have a Discrete observation space")
-        horizon = getattr(env.unwrapped, "horizon", None) if horizon is None else horizon
+        own = getattr(env.unwrapped, "horizon", None)
+        horizon = own if horizon is None else horizon
         if horizon is None:
             raise ValueError("`horizon` is required for an environment without `.horizon`")
-        self.horizon = int(horizon)
+        self.horizon = check_int(horizon, "horizon", low=1)
+        if own is not None and self.horizon < own:
+            raise ValueError(
+                f"`horizon` = {self.horizon} is shorter than the environment's horizon {own}: "
+                "its episodes would outlast the potential"
+            )
         self.phi = as_potential(phi, self.horizon, int(env.observation_space.n), "phi")
         self._s, self._h = None, 0
 
@@ -149,8 +185,13 @@ class PotentialShaping(gymnasium.Wrapper):
     def step(self, action):
         if self._s is None:
             raise RuntimeError("call reset() before step()")
-        s_next, y, terminated, truncated, info = self.env.step(action)
         h = self._h
+        if h >= self.horizon:
+            raise RuntimeError(
+                f"the episode has run past `horizon` = {self.horizon} steps without ending: "
+                "give the wrapper the environment's real horizon"
+            )
+        s_next, y, terminated, truncated, info = self.env.step(action)
         last = h + 1 >= self.horizon
         phi_next = 0.0 if (terminated or last) else self.phi[h + 1, int(s_next)]
         reward = (float(y) + phi_next) - self.phi[h, self._s]
