@@ -1,0 +1,56 @@
+"""janus-secagg: "Janus-style" dual-server, multi-round, verifiable secure aggregation.
+
+A reconstruction of Pu et al., "Janus: Dual-server Multi-Round Secure Aggregation with
+Verifiability for Federated Learning", ICML 2025 (OpenReview HdS6tZwwa7): the paper's body and
+code were not available, so the protocol follows the properties stated in its abstract (two
+non-colluding servers, no pairwise masks or secret sharing, a separable homomorphic commitment,
+per-client cost constant in n); see the README for which parts are ours.
+"""
+
+from ._version import __version__
+from .client import JanusClient
+from .commitment import (
+    Commitment,
+    CommitmentKey,
+    PedersenBLS12381,
+    SeparableCommitment,
+)
+from .errors import ProtocolError, ReplayError, VerificationError
+from .keys import ClientKeys, ClientPublicKey, ServerKeys, ServerPublicKeys
+from .messages import AggA, AggB, ParticipantSet, ToA, ToB
+from .params import JanusParams
+from .prg import mask
+from .quantize import dequantize, quantize
+from .server import ServerA, ServerB
+
+__all__ = [
+    "__version__",
+    # main API: parameters, the client, the two servers
+    "JanusParams",
+    "JanusClient",
+    "ServerA",
+    "ServerB",
+    # keys
+    "ClientKeys",
+    "ClientPublicKey",
+    "ServerKeys",
+    "ServerPublicKeys",
+    # encoding, masking, commitment
+    "quantize",
+    "dequantize",
+    "mask",
+    "Commitment",
+    "CommitmentKey",
+    "PedersenBLS12381",
+    "SeparableCommitment",
+    # messages
+    "ToA",
+    "ToB",
+    "ParticipantSet",
+    "AggA",
+    "AggB",
+    # errors
+    "ProtocolError",
+    "ReplayError",
+    "VerificationError",
+]

@@ -1,0 +1,215 @@
+"""The client's side of one round (spec §2 steps 1-4 and 7): mask, commit, send, verify.
+
+Per round a client runs one PRG stream, two multi-scalar multiplications of length l + 1 (commit,
+then check the aggregate's opening) and O(1) signatures; it sends 8(l+1) + O(1) bytes and
+receives 16(l+1) + O(1), whatever the number of clients n.
+"""
+
+import numbers
+import secrets
+
+import numpy as np
+from nacl.public import SealedBox
+
+from icml25_core import check_scalar
+
+from .commitment import CommitmentKey, PedersenBLS12381, SeparableCommitment
+from .errors import VerificationError
+from .keys import ClientKeys, ServerPublicKeys, box_public, verify_signature
+from .messages import AggA, AggB, ToA, ToB, digest
+from .params import GROUP_ORDER, JanusParams
+from .prg import SEED_BYTES, mask
+from .quantize import dequantize, quantize
+
+
+def mask_and_commit(params, ck, scheme, x, seed, round_id, rho_a, rho_b):
+    """y = x + PRG(seed, t) mod 2^64 and C = commit(x, ρ^A, ρ^B) (spec §2 steps 2-3).
+
+    Returns
+    -------
+    y : numpy.ndarray of shape (l + 1,), uint64
+    C : Commitment
+    """
+    r = mask(seed, round_id, params.length, params.domain)
+    y = np.asarray(x, dtype=np.int64).astype(np.uint64) + r  # uint64 addition wraps mod 2^64
+    return y, scheme.commit(ck, x, rho_a, rho_b)
+
+
+def verify_aggregate(params, ck, a_pub, b_pub, agg_a, agg_b, scheme=None) -> np.ndarray:
+    """Check both servers' outputs and return the exact sum X = (Y − R) mod 2^64.
+
+    Anyone holding the public keys and the commitment key can run it (clients, server A to
+    rebuild the global model, an auditor).
+
+    Parameters
+    ----------
+    params : JanusParams
+    ck : CommitmentKey
+    a_pub, b_pub : ServerPublicKeys
+    agg_a, agg_b : AggA, AggB
+        The two servers' signed outputs of one round.
+    scheme : SeparableCommitment, default=PedersenBLS12381()
+
+    Returns
+    -------
+    numpy.ndarray of shape (l + 1,), uint64
+        Σ_U x_i; X[l] is the total weight.
+
+    Raises
+    ------
+    TypeError
+        If the arguments are not ``AggA`` / ``AggB``.
+    VerificationError
+        If a signature is invalid, A's and B's (t, |U|, digest, C_U) differ, |U| < t, the
+        sum is out of range, or Σ_j X_j · G_j + (P_A + P_B) · H != C_U.
+
+    Notes
+    -----
+    Source: spec §2 step 7.
+    """
+    if not isinstance(agg_a, AggA) or not isinstance(agg_b, AggB):
+        raise TypeError(
+            f"`agg_a`, `agg_b` must be AggA, AggB; got {type(agg_a).__name__}, "
+            f"{type(agg_b).__name__}"
+        )
+    p = params
+    scheme = PedersenBLS12381() if scheme is None else scheme
+    if not verify_signature(a_pub.sign, agg_a.payload(p.domain), agg_a.signature):
+        raise VerificationError("server A's signature on its aggregate is invalid")
+    if not verify_signature(b_pub.sign, agg_b.payload(p.domain), agg_b.signature):
+        raise VerificationError("server B's signature on its aggregate is invalid")
+    for field in ("round_id", "count", "u_digest", "commitment"):
+        if getattr(agg_a, field) != getattr(agg_b, field):
+            raise VerificationError(f"servers A and B disagree on {field}")
+    if agg_a.count < p.min_clients:
+        raise VerificationError(f"|U| = {agg_a.count} < min_clients = {p.min_clients}")
+    if len(agg_a.vector) != p.length or len(agg_b.vector) != p.length:
+        raise VerificationError(f"aggregate vectors must have length {p.length}")
+    X = agg_a.vector.astype(np.uint64) - agg_b.vector.astype(np.uint64)  # wraps mod 2^64
+    total = int(X[-1])
+    if not 1 <= total <= p.max_total_weight or (X[:-1] > np.uint64(total * p.max_code)).any():
+        raise VerificationError("the unmasked sum is out of range: not a sum of encodings")
+    blinding = (agg_a.blinding + agg_b.blinding) % GROUP_ORDER
+    if not scheme.check_opening(ck, agg_a.commitment, X, blinding):
+        raise VerificationError("the aggregate does not open the aggregated commitment C_U")
+    return X
+
+
+class JanusClient:
+    """One federated client: ``prepare`` its masked update, ``finalize`` a verified aggregate.
+
+    Parameters
+    ----------
+    params : JanusParams
+    keys : ClientKeys
+        The client's Ed25519 key, registered with both servers.
+    a_pub, b_pub : ServerPublicKeys
+        Server A's verify key; server B's verify key and X25519 box key.
+    ck : CommitmentKey
+        The generators (``CommitmentKey.derive(params)``).
+    scheme : SeparableCommitment, default=PedersenBLS12381()
+        The commitment scheme (pluggable).
+
+    Notes
+    -----
+    Source: spec §2 (Janus-style reconstruction of Pu et al., ICML 2025).
+    """
+
+    def __init__(
+        self,
+        params: JanusParams,
+        keys: ClientKeys,
+        a_pub: ServerPublicKeys,
+        b_pub: ServerPublicKeys,
+        ck: CommitmentKey,
+        scheme: SeparableCommitment | None = None,
+    ):
+        for value, name, kind in (
+            (params, "params", JanusParams),
+            (keys, "keys", ClientKeys),
+            (a_pub, "a_pub", ServerPublicKeys),
+            (b_pub, "b_pub", ServerPublicKeys),
+            (ck, "ck", CommitmentKey),
+        ):
+            if not isinstance(value, kind):
+                raise TypeError(f"`{name}` must be a {kind.__name__}, got {type(value).__name__}")
+        if ck.length != params.length or ck.domain != params.domain:
+            raise ValueError(f"`ck` has {ck.length} generators, params need {params.length}")
+        self.params, self.keys, self.a_pub, self.b_pub, self.ck = params, keys, a_pub, b_pub, ck
+        self.scheme = PedersenBLS12381() if scheme is None else scheme
+        self._box = SealedBox(box_public(b_pub))
+
+    @property
+    def client_id(self) -> int:
+        return self.keys.client_id
+
+    def prepare(self, u, weight, round_id: int) -> tuple[ToA, ToB]:
+        """Encode, mask and commit the update; return the two signed messages.
+
+        Parameters
+        ----------
+        u : array_like of shape (l,), real, finite
+            The update (e.g. local minus global model, flattened).
+        weight : int
+            w in [1, W_max], e.g. the number of local examples.
+        round_id : int
+            t >= 0, the round.
+
+        Returns
+        -------
+        (ToA, ToB)
+            Send the first to server A, the second to server B.
+
+        Raises
+        ------
+        TypeError, ValueError
+            On bad `u`, `weight` or `round_id` (the message names the argument).
+
+        Notes
+        -----
+        Source: spec §2 steps 1-4. Seed from ``secrets``; ρ^A, ρ^B uniform in Z_r.
+        """
+        check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
+        x = quantize(u, weight, self.params)
+        seed = secrets.token_bytes(SEED_BYTES)
+        rho_a, rho_b = secrets.randbelow(GROUP_ORDER), secrets.randbelow(GROUP_ORDER)
+        return self.seal(x, seed, int(round_id), rho_a, rho_b)
+
+    def seal(self, x, seed: bytes, round_id: int, rho_a: int, rho_b: int) -> tuple[ToA, ToB]:
+        """``prepare`` for an encoded vector `x` with explicit randomness (used by ``prepare``
+        and by tests that replay a view)."""
+        for value, name in ((rho_a, "rho_a"), (rho_b, "rho_b")):
+            check_scalar(value, name, kind=numbers.Integral, low=0, high=GROUP_ORDER - 1)
+        if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
+            raise ValueError(f"`seed` must be {SEED_BYTES} bytes")
+        rho_a, rho_b, round_id = int(rho_a), int(rho_b), int(round_id)
+        y, C = mask_and_commit(self.params, self.ck, self.scheme, x, seed, round_id, rho_a, rho_b)
+        box = self._box.encrypt(seed + rho_b.to_bytes(32, "little"))
+        y_digest, box_digest = digest(y.astype("<u8").tobytes()), digest(bytes(box))
+        to_a = ToA(round_id, self.client_id, y, rho_a, C, box_digest, b"")
+        signature = self.keys.sign(to_a.payload(self.params.domain))
+        to_a = ToA(round_id, self.client_id, y, rho_a, C, box_digest, signature)
+        to_b = ToB(round_id, self.client_id, bytes(box), C, y_digest, signature)
+        return to_a, to_b
+
+    def verify(self, agg_a: AggA, agg_b: AggB) -> np.ndarray:
+        """Check both servers' outputs; return the exact sum X (``verify_aggregate``)."""
+        return verify_aggregate(
+            self.params, self.ck, self.a_pub, self.b_pub, agg_a, agg_b, self.scheme
+        )
+
+    def finalize(self, agg_a: AggA, agg_b: AggB) -> np.ndarray:
+        """Verify the round's outputs and return the weighted mean update.
+
+        Returns
+        -------
+        numpy.ndarray of shape (l,), float64
+            X[:l] / (2^f · X[l]) − C: the weighted mean of the participants' clipped updates,
+            exact to 2^-(f+1).
+
+        Raises
+        ------
+        TypeError, VerificationError
+            As for ``verify``.
+        """
+        return dequantize(self.verify(agg_a, agg_b), self.params)

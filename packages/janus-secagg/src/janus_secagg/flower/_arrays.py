@@ -1,0 +1,24 @@
+"""Flatten a Flower ``ArrayRecord`` to one float64 vector and back (same keys and shapes)."""
+
+import numpy as np
+
+
+def flatten(record) -> np.ndarray:
+    """All arrays of `record`, in key order, as one float64 vector."""
+    return np.concatenate([record[k].numpy().astype(np.float64).ravel() for k in record])
+
+
+def unflatten(vector: np.ndarray, template):
+    """An ``ArrayRecord`` with `template`'s keys, shapes and dtypes filled from `vector`."""
+    from flwr.app import Array, ArrayRecord
+
+    arrays, start = {}, 0
+    for key in template:
+        like = template[key].numpy()
+        arrays[key] = Array(
+            vector[start : start + like.size].reshape(like.shape).astype(like.dtype)
+        )
+        start += like.size
+    if start != len(vector):
+        raise ValueError(f"`vector` has {len(vector)} values, the model {start}")
+    return ArrayRecord(arrays)

@@ -1,0 +1,165 @@
+"""Long-term keys (spec §2 "Setup"): Ed25519 signing keys for A, B and every client, and B's
+X25519 box key, all from PyNaCl (libsodium).
+
+A client joins with the servers' public keys only: no pairwise keys, no secret sharing.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from nacl.exceptions import BadSignatureError
+from nacl.public import PrivateKey, PublicKey
+from nacl.signing import SigningKey, VerifyKey
+
+KEY_BYTES = 32
+SIGNATURE_BYTES = 64
+
+
+def verify_signature(public: bytes, message: bytes, signature: bytes) -> bool:
+    """True iff `signature` is a valid Ed25519 signature of `message` under `public`."""
+    try:
+        VerifyKey(public).verify(message, signature)
+    except (BadSignatureError, ValueError, TypeError):
+        return False
+    return True
+
+
+def _check_key_bytes(data, name: str) -> bytes:
+    if not isinstance(data, bytes | bytearray) or len(data) != KEY_BYTES:
+        raise ValueError(f"`{name}` must be {KEY_BYTES} bytes, got {data!r:.60}")
+    return bytes(data)
+
+
+@dataclass(frozen=True)
+class ServerPublicKeys:
+    """A server's public half: Ed25519 verify key, and for B its X25519 box key.
+
+    ``to_bytes()`` is 33 or 65 bytes: a flag byte (1 if a box key follows), then the keys.
+    """
+
+    sign: bytes
+    box: bytes | None = None
+
+    def __post_init__(self):
+        _check_key_bytes(self.sign, "sign")
+        if self.box is not None:
+            _check_key_bytes(self.box, "box")
+
+    def to_bytes(self) -> bytes:
+        return bytes([self.box is not None]) + self.sign + (self.box or b"")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ServerPublicKeys":
+        """Decode ``to_bytes()``'s output.
+
+        Raises
+        ------
+        ValueError
+            On a bad flag or length.
+        """
+        if len(data) not in (1 + KEY_BYTES, 1 + 2 * KEY_BYTES) or data[0] != (len(data) > 33):
+            raise ValueError(f"`data` is not a server public key ({len(data)} bytes)")
+        return cls(bytes(data[1:33]), bytes(data[33:]) if data[0] else None)
+
+
+class ServerKeys:
+    """A server's long-term keys: Ed25519 for signing its outputs, X25519 for B's sealed boxes.
+
+    Create with ``ServerKeys.generate(box=True)`` for B, ``box=False`` for A.
+    """
+
+    def __init__(self, signing: SigningKey, box: PrivateKey | None = None):
+        if not isinstance(signing, SigningKey):
+            raise TypeError(f"`signing` must be a nacl SigningKey, got {type(signing).__name__}")
+        if box is not None and not isinstance(box, PrivateKey):
+            raise TypeError(f"`box` must be a nacl PrivateKey, got {type(box).__name__}")
+        self.signing = signing
+        self.box = box
+
+    @classmethod
+    def generate(cls, box: bool = False) -> "ServerKeys":
+        """Fresh keys from libsodium's CSPRNG; `box` adds an X25519 key (server B)."""
+        return cls(SigningKey.generate(), PrivateKey.generate() if box else None)
+
+    def save(self, path) -> None:
+        """Write the private keys (hex, one line; keep the file private)."""
+        secret = bytes(self.signing) + (bytes(self.box) if self.box is not None else b"")
+        Path(path).write_text(secret.hex() + "\n", encoding="ascii")
+
+    @classmethod
+    def load(cls, path) -> "ServerKeys":
+        """Read keys written by ``save``.
+
+        Raises
+        ------
+        ValueError
+            If the file does not hold 32 or 64 hex-encoded bytes.
+        """
+        secret = bytes.fromhex(Path(path).read_text(encoding="ascii").strip())
+        if len(secret) not in (KEY_BYTES, 2 * KEY_BYTES):
+            raise ValueError(f"`path` {path} does not hold server keys")
+        box = PrivateKey(secret[KEY_BYTES:]) if len(secret) > KEY_BYTES else None
+        return cls(SigningKey(secret[:KEY_BYTES]), box)
+
+    @property
+    def public(self) -> ServerPublicKeys:
+        box = bytes(self.box.public_key) if self.box is not None else None
+        return ServerPublicKeys(bytes(self.signing.verify_key), box)
+
+    def sign(self, message: bytes) -> bytes:
+        """The 64-byte Ed25519 signature of `message`."""
+        return self.signing.sign(message).signature
+
+
+@dataclass(frozen=True)
+class ClientPublicKey:
+    """A client's Ed25519 verify key (32 bytes); its id is derived from it."""
+
+    sign: bytes
+
+    def __post_init__(self):
+        _check_key_bytes(self.sign, "sign")
+
+    def to_bytes(self) -> bytes:
+        return self.sign
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ClientPublicKey":
+        return cls(_check_key_bytes(data, "data"))
+
+    @property
+    def client_id(self) -> int:
+        """First 8 bytes of SHA-256(verify key), big-endian: a self-certifying client id."""
+        return int.from_bytes(hashlib.sha256(self.sign).digest()[:8], "big")
+
+
+class ClientKeys:
+    """A client's Ed25519 signing key, registered with both servers (spec §2 "Setup")."""
+
+    def __init__(self, signing: SigningKey):
+        if not isinstance(signing, SigningKey):
+            raise TypeError(f"`signing` must be a nacl SigningKey, got {type(signing).__name__}")
+        self.signing = signing
+
+    @classmethod
+    def generate(cls) -> "ClientKeys":
+        return cls(SigningKey.generate())
+
+    @property
+    def public(self) -> ClientPublicKey:
+        return ClientPublicKey(bytes(self.signing.verify_key))
+
+    @property
+    def client_id(self) -> int:
+        return self.public.client_id
+
+    def sign(self, message: bytes) -> bytes:
+        return self.signing.sign(message).signature
+
+
+def box_public(keys: ServerPublicKeys) -> PublicKey:
+    """B's X25519 public key as a nacl ``PublicKey``; ValueError if `keys` has none."""
+    if keys.box is None:
+        raise ValueError("`b_pub` has no box key: pass server B's public keys")
+    return PublicKey(keys.box)

@@ -1,0 +1,283 @@
+"""Wire messages of one round (spec §2 steps 4-6): binary, versioned, length-checked.
+
+Layout of every message: version byte, type byte, round t (8-byte big-endian), then the fields
+below; integers of Z_r as 32 bytes little-endian, vectors as uint64 little-endian with a 4-byte
+length, points as 48-byte compressed G1 decoded with subgroup checks.
+
+=================  ==========================================================================
+``ToA``            i (8), y (4 + 8(l+1)), ρ^A (32), C (48), SHA-256(box) (32), σ (64)
+``ToB``            i (8), SealedBox_B(seed ‖ ρ^B) (112), C (48), SHA-256(y) (32), σ (64)
+``ParticipantSet`` |U| (4), sorted ids (8 each), A's signature (64)
+``AggA``/``AggB``  |U| (4), SHA-256(sorted U) (32), C_U (48), vector (4 + 8(l+1)), P (32), sig (64)
+=================  ==========================================================================
+"""
+
+import hashlib
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from .commitment import POINT_BYTES, Commitment
+from .keys import SIGNATURE_BYTES
+from .params import GROUP_ORDER
+
+VERSION = 1
+BOX_BYTES = 32 + 32 + 48  # seed ‖ ρ^B sealed: ephemeral X25519 key (32) + Poly1305 tag (16)
+_HEAD = struct.Struct(">BBQ")
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+
+
+def digest(data: bytes) -> bytes:
+    """SHA-256 (``hashlib``)."""
+    return hashlib.sha256(data).digest()
+
+
+def participants_digest(ids) -> bytes:
+    """SHA-256 of the sorted participant ids, each 8-byte big-endian (spec §2 step 6)."""
+    return digest(b"".join(_U64.pack(i) for i in sorted(ids)))
+
+
+def client_payload(domain, round_id, client_id, C: Commitment, y_digest, box_digest) -> bytes:
+    """What a client signs: (domain, t, i, C, SHA-256(y), SHA-256(box)) (spec §2 step 4)."""
+    return (
+        domain + b"|client|" + _U64.pack(round_id) + _U64.pack(client_id) + C.to_bytes()
+        + y_digest + box_digest
+    )  # fmt: skip
+
+
+def _scalar_bytes(value: int) -> bytes:
+    return int(value).to_bytes(32, "little")
+
+
+def _vector_bytes(vector: np.ndarray) -> bytes:
+    return _U32.pack(len(vector)) + np.asarray(vector, dtype="<u8").tobytes()
+
+
+class _Reader:
+    """Cursor over a received message; every read is length-checked."""
+
+    def __init__(self, data, kind: int, name: str):
+        if not isinstance(data, bytes | bytearray):
+            raise TypeError(f"`data` must be bytes, got {type(data).__name__}")
+        self.data, self.pos, self.name = bytes(data), 0, name
+        version, got, self.round_id = self.unpack(_HEAD)
+        if version != VERSION:
+            raise ValueError(f"{name}: unsupported version {version} (expected {VERSION})")
+        if got != kind:
+            raise ValueError(f"{name}: wrong message type {got} (expected {kind})")
+
+    def take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise ValueError(f"{self.name}: truncated ({len(self.data)} bytes)")
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt: struct.Struct):
+        return fmt.unpack(self.take(fmt.size))
+
+    def u32(self) -> int:
+        return self.unpack(_U32)[0]
+
+    def u64(self) -> int:
+        return self.unpack(_U64)[0]
+
+    def vector(self) -> np.ndarray:
+        n = self.u32()
+        if n == 0:
+            raise ValueError(f"{self.name}: empty vector")
+        return np.frombuffer(self.take(8 * n), dtype="<u8").astype(np.uint64)
+
+    def scalar(self) -> int:
+        value = int.from_bytes(self.take(32), "little")
+        if value >= GROUP_ORDER:
+            raise ValueError(f"{self.name}: scalar not reduced modulo r")
+        return value
+
+    def point(self) -> Commitment:
+        return Commitment.from_bytes(self.take(POINT_BYTES))
+
+    def end(self) -> None:
+        if self.pos != len(self.data):
+            raise ValueError(f"{self.name}: {len(self.data) - self.pos} trailing bytes")
+
+
+class _Message:
+    """Equality by encoding; frozen dataclasses holding numpy arrays compare by bytes."""
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and self.to_bytes() == other.to_bytes()
+
+    def __hash__(self) -> int:
+        return hash(self.to_bytes())
+
+
+@dataclass(frozen=True, eq=False)
+class ToA(_Message):
+    """Client i's message to server A: (t, i, y, ρ^A, C, SHA-256(box), σ).
+
+    ``y`` is uint64 of shape (l + 1,), the masked encoding x + r mod 2^64.
+    """
+
+    round_id: int
+    client_id: int
+    y: np.ndarray
+    rho_a: int
+    commitment: Commitment
+    box_digest: bytes
+    signature: bytes
+
+    KIND = 1
+
+    def payload(self, domain: bytes) -> bytes:
+        """The bytes σ signs."""
+        return client_payload(
+            domain, self.round_id, self.client_id, self.commitment, digest(self._y()),
+            self.box_digest,
+        )  # fmt: skip
+
+    def _y(self) -> bytes:
+        return np.asarray(self.y, dtype="<u8").tobytes()
+
+    def to_bytes(self) -> bytes:
+        return (
+            _HEAD.pack(VERSION, self.KIND, self.round_id) + _U64.pack(self.client_id)
+            + _vector_bytes(self.y) + _scalar_bytes(self.rho_a) + self.commitment.to_bytes()
+            + self.box_digest + self.signature
+        )  # fmt: skip
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ToA":
+        """Decode; ValueError on a wrong version/type, truncation, trailing bytes, an
+        unreduced scalar or an invalid (off-curve / non-subgroup) point."""
+        r = _Reader(data, cls.KIND, "ToA")
+        msg = cls(r.round_id, r.u64(), r.vector(), r.scalar(), r.point(), r.take(32),
+                  r.take(SIGNATURE_BYTES))  # fmt: skip
+        r.end()
+        return msg
+
+
+@dataclass(frozen=True, eq=False)
+class ToB(_Message):
+    """Client i's message to server B: (t, i, SealedBox_B(seed ‖ ρ^B), C, SHA-256(y), σ)."""
+
+    round_id: int
+    client_id: int
+    box: bytes
+    commitment: Commitment
+    y_digest: bytes
+    signature: bytes
+
+    KIND = 2
+
+    def payload(self, domain: bytes) -> bytes:
+        return client_payload(
+            domain, self.round_id, self.client_id, self.commitment, self.y_digest,
+            digest(self.box),
+        )  # fmt: skip
+
+    def to_bytes(self) -> bytes:
+        return (
+            _HEAD.pack(VERSION, self.KIND, self.round_id) + _U64.pack(self.client_id) + self.box
+            + self.commitment.to_bytes() + self.y_digest + self.signature
+        )  # fmt: skip
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ToB":
+        """Decode; ValueError as for ``ToA.from_bytes``."""
+        r = _Reader(data, cls.KIND, "ToB")
+        msg = cls(r.round_id, r.u64(), r.take(BOX_BYTES), r.point(), r.take(32),
+                  r.take(SIGNATURE_BYTES))  # fmt: skip
+        r.end()
+        return msg
+
+
+@dataclass(frozen=True, eq=False)
+class ParticipantSet(_Message):
+    """U = U_A ∩ U_B as fixed by A for round t, signed by A (spec §2 step 5)."""
+
+    round_id: int
+    ids: tuple
+    signature: bytes
+
+    KIND = 3
+
+    def payload(self, domain: bytes) -> bytes:
+        return (
+            domain + b"|participants|" + _U64.pack(self.round_id) + _U32.pack(len(self.ids))
+            + b"".join(_U64.pack(i) for i in self.ids)
+        )  # fmt: skip
+
+    def to_bytes(self) -> bytes:
+        return (
+            _HEAD.pack(VERSION, self.KIND, self.round_id) + _U32.pack(len(self.ids))
+            + b"".join(_U64.pack(i) for i in self.ids) + self.signature
+        )  # fmt: skip
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ParticipantSet":
+        r = _Reader(data, cls.KIND, "ParticipantSet")
+        count = r.u32()
+        ids = tuple(r.u64() for _ in range(count))
+        if list(ids) != sorted(set(ids)):
+            raise ValueError("ParticipantSet: ids must be sorted and distinct")
+        msg = cls(r.round_id, ids, r.take(SIGNATURE_BYTES))
+        r.end()
+        return msg
+
+
+@dataclass(frozen=True, eq=False)
+class _Aggregate(_Message):
+    round_id: int
+    count: int
+    u_digest: bytes
+    commitment: Commitment
+    vector: np.ndarray
+    blinding: int
+    signature: bytes
+
+    KIND = 0
+    ROLE = b""
+
+    def payload(self, domain: bytes) -> bytes:
+        """What the server signs: (t, |U|, SHA-256(sorted U), C_U, SHA-256(vector), P)."""
+        return (
+            domain + b"|aggregate-" + self.ROLE + b"|" + _U64.pack(self.round_id)
+            + _U32.pack(self.count) + self.u_digest + self.commitment.to_bytes()
+            + digest(np.asarray(self.vector, dtype="<u8").tobytes())
+            + _scalar_bytes(self.blinding)
+        )  # fmt: skip
+
+    def to_bytes(self) -> bytes:
+        return (
+            _HEAD.pack(VERSION, self.KIND, self.round_id) + _U32.pack(self.count) + self.u_digest
+            + self.commitment.to_bytes() + _vector_bytes(self.vector)
+            + _scalar_bytes(self.blinding) + self.signature
+        )  # fmt: skip
+
+    @classmethod
+    def from_bytes(cls, data: bytes):
+        """Decode; ValueError as for ``ToA.from_bytes``."""
+        r = _Reader(data, cls.KIND, cls.__name__)
+        msg = cls(r.round_id, r.u32(), r.take(32), r.point(), r.vector(), r.scalar(),
+                  r.take(SIGNATURE_BYTES))  # fmt: skip
+        r.end()
+        return msg
+
+
+@dataclass(frozen=True, eq=False)
+class AggA(_Aggregate):
+    """A's signed output: Y = Σ_U y mod 2^64 and P_A = Σ_U ρ^A mod r."""
+
+    KIND = 4
+    ROLE = b"A"
+
+
+@dataclass(frozen=True, eq=False)
+class AggB(_Aggregate):
+    """B's signed output: R = Σ_U r mod 2^64 and P_B = Σ_U ρ^B mod r."""
+
+    KIND = 5
+    ROLE = b"B"

@@ -1,0 +1,331 @@
+"""Loopback/TCP transport: asyncio servers, length-prefixed frames, a blocking client stub.
+
+Frame: 4-byte big-endian length, then the payload. Request payload: one op byte and a body;
+response: one status byte (0 ok, 1 ProtocolError, 2 ReplayError, 3 ValueError) and a body.
+``janus-secagg serve-a|serve-b --host 127.0.0.1 --port 0`` prints ``LISTENING <port>`` and exits on
+SIGTERM, or ``--linger`` seconds after ``--rounds`` rounds have closed.
+"""
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+
+from .errors import ProtocolError, ReplayError
+from .keys import ClientPublicKey, ServerKeys, ServerPublicKeys
+from .messages import AggA, AggB, ParticipantSet, ToA, ToB
+from .params import JanusParams
+from .server import ServerA, ServerB
+
+KEYS, REGISTER, SUBMIT, RECEIVED, PARTICIPANTS, CLOSE, FETCH = range(1, 8)
+_LEN = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+MAX_FRAME = 1 << 30
+_ERRORS = {1: ProtocolError, 2: ReplayError, 3: ValueError}
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> bytes:
+    (n,) = _LEN.unpack(await reader.readexactly(_LEN.size))
+    if n > MAX_FRAME:
+        raise ValueError(f"frame of {n} bytes is too large")
+    return await reader.readexactly(n)
+
+
+def _frame(payload: bytes) -> bytes:
+    return _LEN.pack(len(payload)) + payload
+
+
+def _ids(ids) -> bytes:
+    return _LEN.pack(len(ids)) + b"".join(_U64.pack(i) for i in ids)
+
+
+def _read_ids(body: bytes) -> list[int]:
+    (n,) = _LEN.unpack(body[:4])
+    if len(body) != 4 + 8 * n:
+        raise ValueError("malformed id list")
+    return [_U64.unpack(body[4 + 8 * k : 12 + 8 * k])[0] for k in range(n)]
+
+
+class Remote:
+    """Blocking client stub of a served ``ServerA`` or ``ServerB`` (one connection per call).
+
+    Parameters
+    ----------
+    host : str
+    port : int
+    timeout : float, default=60.0
+        Seconds per call (connect, send, receive).
+    """
+
+    def __init__(self, host: str, port: int, timeout: float = 60.0):
+        self.host, self.port, self.timeout = host, int(port), float(timeout)
+
+    def call(self, op: int, body: bytes = b"") -> bytes:
+        """Send one request; return the body of an ok response, raise the server's error."""
+        with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
+            sock.sendall(_frame(bytes([op]) + body))
+            head = self._recv(sock, _LEN.size)
+            payload = self._recv(sock, _LEN.unpack(head)[0])
+        status, rest = payload[0], payload[1:]
+        if status:
+            raise _ERRORS.get(status, ProtocolError)(rest.decode("utf-8", "replace"))
+        return rest
+
+    @staticmethod
+    def _recv(sock: socket.socket, n: int) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            chunk = sock.recv(min(n - got, 1 << 20))
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def keys(self) -> ServerPublicKeys:
+        """The server's public keys (trust on first use; distribute them out of band)."""
+        return ServerPublicKeys.from_bytes(self.call(KEYS))
+
+    def register(self, client: ClientPublicKey) -> int:
+        """Register a client's verify key; returns its id."""
+        return _U64.unpack(self.call(REGISTER, client.to_bytes()))[0]
+
+    def submit(self, msg) -> None:
+        """Send a ``ToA`` (to A) or ``ToB`` (to B); raises the server's ``ProtocolError``."""
+        self.call(SUBMIT, msg.to_bytes())
+
+    def received(self) -> list[int]:
+        """B's U_B: sorted ids of the clients whose message of the open round it accepted."""
+        return _read_ids(self.call(RECEIVED))
+
+    def aggregate(self, participants: ParticipantSet) -> AggB:
+        """Send A's signed participant set to B; B's signed ``AggB`` (server A's call)."""
+        return AggB.from_bytes(self.call(PARTICIPANTS, participants.to_bytes()))
+
+    def close_round(self, round_id: int) -> AggA:
+        """Ask A to fix U with B, have B answer, and publish A's aggregate."""
+        return AggA.from_bytes(self.call(CLOSE, _U64.pack(round_id)))
+
+    def fetch(self, round_id: int, cls):
+        """The published aggregate (``AggA`` from A, ``AggB`` from B) of a round."""
+        return cls.from_bytes(self.call(FETCH, _U64.pack(round_id)))
+
+
+class Service:
+    """Serves one ``ServerA`` or ``ServerB`` over asyncio TCP.
+
+    Parameters
+    ----------
+    server : ServerA or ServerB
+    peer : tuple of (str, int), optional
+        B's address, for A (used when a round is closed).
+    rounds : int, optional
+        Stop `linger` seconds after this many rounds have closed.
+    linger : float, default=10.0
+    """
+
+    def __init__(self, server, peer=None, rounds=None, linger: float = 10.0):
+        self.server, self.peer, self.rounds, self.linger = server, peer, rounds, linger
+        self.closed_rounds = 0
+        self.stop = None
+
+    async def _peer_call(self, op: int, body: bytes) -> bytes:
+        reader, writer = await asyncio.open_connection(*self.peer)
+        try:
+            writer.write(_frame(bytes([op]) + body))
+            await writer.drain()
+            payload = await _read_frame(reader)
+        finally:
+            writer.close()
+        if payload[0]:
+            raise _ERRORS.get(payload[0], ProtocolError)(payload[1:].decode())
+        return payload[1:]
+
+    async def _dispatch(self, op: int, body: bytes) -> bytes:
+        s = self.server
+        if op == KEYS:
+            return s.public.to_bytes()
+        if op == REGISTER:
+            return _U64.pack(s.register(ClientPublicKey.from_bytes(body)))
+        if op == SUBMIT:
+            s.receive((ToA if isinstance(s, ServerA) else ToB).from_bytes(body))
+            return b""
+        if op == RECEIVED:
+            return _ids(s.received)
+        if op == FETCH:
+            t = _U64.unpack(body)[0]
+            if t not in s.outputs:
+                raise ProtocolError(f"round {t} has no published aggregate")
+            return s.outputs[t].to_bytes()
+        if op == PARTICIPANTS and isinstance(s, ServerB):
+            out = s.aggregate(ParticipantSet.from_bytes(body)).to_bytes()
+            self._round_closed()
+            return out
+        if op == CLOSE and isinstance(s, ServerA):
+            t = _U64.unpack(body)[0]
+            if t != s.round_id:
+                raise ProtocolError(f"round {t} is not the open round {s.round_id}")
+            u_b = _read_ids(await self._peer_call(RECEIVED, b""))
+            pset = s.participants(u_b)
+            AggB.from_bytes(await self._peer_call(PARTICIPANTS, pset.to_bytes()))
+            out = s.aggregate(t).to_bytes()
+            self._round_closed()
+            return out
+        raise ProtocolError(f"unknown request {op} for {type(s).__name__}")
+
+    def _round_closed(self) -> None:
+        self.closed_rounds += 1
+        if self.rounds is not None and self.closed_rounds >= self.rounds:
+            asyncio.get_running_loop().call_later(self.linger, self.stop.set)
+
+    async def _handle(self, reader, writer) -> None:
+        try:
+            request = await _read_frame(reader)
+            try:
+                reply = b"\x00" + await self._dispatch(request[0], request[1:])
+            except ReplayError as error:
+                reply = b"\x02" + str(error).encode()
+            except ProtocolError as error:
+                reply = b"\x01" + str(error).encode()
+            except (ValueError, TypeError, struct.error) as error:
+                reply = b"\x03" + str(error).encode()
+            writer.write(_frame(reply))
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+    async def run(self, host: str, port: int, announce=print) -> None:
+        """Listen on (host, port); announce ``LISTENING <port>``; serve until stopped."""
+        self.stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop.set)
+        server = await asyncio.start_server(self._handle, host, port)
+        announce(f"LISTENING {server.sockets[0].getsockname()[1]}")
+        async with server:
+            await self.stop.wait()
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``serve-a`` / ``serve-b``: address, protocol parameters, stopping rule."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
+    parser.add_argument("--dim", type=int, required=True, help="l, the update length")
+    parser.add_argument("--clip", type=float, default=8.0, help="C (default 8.0)")
+    parser.add_argument("--frac-bits", type=int, default=16, help="f (default 16)")
+    parser.add_argument("--min-clients", type=int, default=3, help="t (default 3)")
+    parser.add_argument("--max-total-weight", type=int, default=2**20, help="W_max (2**20)")
+    parser.add_argument("--rounds", type=int, default=None, help="exit after this many rounds")
+    parser.add_argument("--linger", type=float, default=10.0, help="seconds served after --rounds")
+    parser.add_argument("--b-host", default="127.0.0.1", help="server B's host (serve-a)")
+    parser.add_argument("--b-port", type=int, default=None, help="server B's port (serve-a)")
+    parser.add_argument("--a-pub", default=None, help="server A's verify key, hex (serve-b)")
+    parser.add_argument("--key-file", default=None, help="this server's private keys (hex)")
+
+
+def params_from_args(args: argparse.Namespace) -> JanusParams:
+    return JanusParams(
+        dim=args.dim, clip=args.clip, frac_bits=args.frac_bits, min_clients=args.min_clients,
+        max_total_weight=args.max_total_weight,
+    )  # fmt: skip
+
+
+def make_honest_server(role: str, params: JanusParams, keys: ServerKeys, a_pub):
+    """The honest ``ServerA`` (role "a") or ``ServerB`` (role "b")."""
+    return ServerA(params, keys) if role == "a" else ServerB(params, keys, a_pub)
+
+
+def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -> int:
+    """Run server `role` ("a" or "b") until SIGTERM or ``--rounds``; returns the exit status.
+
+    A needs ``--b-port`` (B's address); B needs ``--a-pub`` (A's verify key, hex) to check the
+    participant sets, so start B first with A's public key, then A with ``--key-file``.
+    `make_server(role, params, keys, a_pub)` builds the server (tests inject faulty ones).
+    """
+    params = params_from_args(args)
+    keys = ServerKeys.load(args.key_file) if args.key_file else ServerKeys.generate(box=role == "b")
+    a_pub = None
+    if role == "b":
+        if not args.a_pub:
+            print("serve-b needs --a-pub (server A's verify key, hex)", file=sys.stderr)
+            return 2
+        a_pub = ServerPublicKeys(bytes.fromhex(args.a_pub))
+    elif args.b_port is None:
+        print("serve-a needs --b-port (server B's port)", file=sys.stderr)
+        return 2
+    server = make_server(role, params, keys, a_pub)
+    peer = (args.b_host, args.b_port) if role == "a" else None
+    service = Service(server, peer=peer, rounds=args.rounds, linger=args.linger)
+
+    def announce(line: str) -> None:
+        print(line, flush=True)
+
+    asyncio.run(service.run(args.host, args.port, announce))
+    return 0
+
+
+def start_server(args, timeout: float = 60.0):
+    """Start ``python <args>`` (a ``serve-a``/``serve-b`` command) in its own process group.
+
+    Parameters
+    ----------
+    args : list of str
+        Arguments after the interpreter, e.g. ``["-m", "janus_secagg", "serve-b", ...]``.
+    timeout : float, default=60.0
+        Seconds to wait for the ``LISTENING <port>`` line.
+
+    Returns
+    -------
+    (subprocess.Popen, int)
+        The process and its port. End it with ``stop_server`` (by process group).
+
+    Raises
+    ------
+    RuntimeError
+        If the server did not announce its port in time (it is then ended).
+    """
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    line = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not line or not line[0].startswith("LISTENING"):
+        _end_group(proc, timeout=10.0)
+        error = proc.stderr.read()[-2000:]
+        stop_server(proc)
+        raise RuntimeError(f"server did not start: {line!r}; stderr: {error}")
+    return proc, int(line[0].split()[1])
+
+
+def _end_group(proc, timeout: float) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout)
+    except ProcessLookupError:
+        pass
+
+
+def stop_server(proc, timeout: float = 10.0) -> None:
+    """End a server's process group: SIGTERM, then SIGKILL after `timeout` seconds."""
+    _end_group(proc, timeout)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()

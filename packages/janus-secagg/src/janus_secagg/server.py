@@ -1,0 +1,229 @@
+"""The two non-colluding servers (spec §2 steps 4-6): A sums masked updates, B sums masks.
+
+Each server drops unsigned, mis-signed, unknown, duplicate and stale messages, and signs
+(t, |U|, SHA-256(sorted U), C_U, SHA-256(vector), P). B answers one participant set per round,
+only if U ⊆ U_B and |U| >= t. Servers do O(n l) additions and no multi-scalar multiplication.
+"""
+
+import numpy as np
+from nacl.exceptions import CryptoError
+from nacl.public import SealedBox
+
+from .commitment import Commitment
+from .errors import ProtocolError, ReplayError
+from .keys import ClientPublicKey, ServerKeys, ServerPublicKeys, verify_signature
+from .messages import AggA, AggB, ParticipantSet, ToA, ToB, participants_digest
+from .params import GROUP_ORDER, JanusParams
+from .prg import SEED_BYTES, mask
+
+
+class _Server:
+    """Registration and the checks both servers apply to a client's message."""
+
+    message_type: type = object
+
+    def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1):
+        if not isinstance(params, JanusParams):
+            raise TypeError(f"`params` must be a JanusParams, got {type(params).__name__}")
+        if not isinstance(keys, ServerKeys):
+            raise TypeError(f"`keys` must be a ServerKeys, got {type(keys).__name__}")
+        self.params, self.keys, self.round_id = params, keys, int(round_id)
+        self.clients: dict[int, ClientPublicKey] = {}
+        self.outputs: dict[int, object] = {}
+        self._inbox: dict[int, object] = {}
+
+    @property
+    def public(self) -> ServerPublicKeys:
+        return self.keys.public
+
+    def register(self, client: ClientPublicKey) -> int:
+        """Register a client's verify key (once, out of band); returns its id."""
+        if not isinstance(client, ClientPublicKey):
+            raise TypeError(f"`client` must be a ClientPublicKey, got {type(client).__name__}")
+        self.clients[client.client_id] = client
+        return client.client_id
+
+    @property
+    def received(self) -> list[int]:
+        """Sorted ids of the clients whose message for the open round was accepted."""
+        return sorted(self._inbox)
+
+    def _admit(self, msg) -> None:
+        if not isinstance(msg, self.message_type):
+            raise TypeError(f"`msg` must be a {self.message_type.__name__}")
+        if msg.round_id < self.round_id:
+            raise ReplayError(f"message of round {msg.round_id} after it closed")
+        if msg.round_id != self.round_id:
+            raise ProtocolError(f"message for round {msg.round_id}, open round {self.round_id}")
+        client = self.clients.get(msg.client_id)
+        if client is None:
+            raise ProtocolError(f"client {msg.client_id} is not registered")
+        if not verify_signature(client.sign, msg.payload(self.params.domain), msg.signature):
+            raise ProtocolError(f"client {msg.client_id}: missing or invalid signature")
+        if msg.client_id in self._inbox:
+            raise ProtocolError(f"client {msg.client_id} already sent round {msg.round_id}")
+
+    def _close(self, output) -> None:
+        self.outputs[self.round_id] = output
+        self._inbox = {}
+        self.round_id += 1
+
+    def _sign_aggregate(self, cls, ids, vector, blinding):
+        commitment = Commitment.zero()
+        for i in ids:
+            commitment = commitment + self._inbox[i][-1]
+        unsigned = cls(self.round_id, len(ids), participants_digest(ids), commitment, vector,
+                       blinding, b"")  # fmt: skip
+        signature = self.keys.sign(unsigned.payload(self.params.domain))
+        return cls(self.round_id, len(ids), unsigned.u_digest, commitment, vector, blinding,
+                   signature)  # fmt: skip
+
+
+class ServerA(_Server):
+    """Server A: receives (y, ρ^A, C) from every client, fixes U, publishes (Y, P_A, C_U).
+
+    Parameters
+    ----------
+    params : JanusParams
+    keys : ServerKeys
+        A's Ed25519 key.
+    round_id : int, default=1
+        The first open round.
+    """
+
+    message_type = ToA
+
+    def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1):
+        super().__init__(params, keys, round_id)
+        self._participants: ParticipantSet | None = None
+
+    def receive(self, msg: ToA) -> None:
+        """Accept client i's ``ToA`` for the open round.
+
+        Raises
+        ------
+        ReplayError
+            If `msg` is for a closed round.
+        ProtocolError
+            If it is for another round, from an unregistered client, unsigned or mis-signed, a
+            duplicate, or of the wrong length.
+        """
+        self._admit(msg)
+        if len(msg.y) != self.params.length:
+            raise ProtocolError(f"client {msg.client_id}: y has length {len(msg.y)}")
+        self._inbox[msg.client_id] = (msg.y, msg.rho_a, msg.commitment)
+        self._participants = None
+
+    def participants(self, u_b) -> ParticipantSet:
+        """Fix U = U_A ∩ U_B for the open round and sign it (spec §2 step 5).
+
+        Parameters
+        ----------
+        u_b : iterable of int
+            The ids B reported as received.
+        """
+        ids = tuple(sorted(set(self.received) & {int(i) for i in u_b}))
+        unsigned = ParticipantSet(self.round_id, ids, b"")
+        pset = ParticipantSet(
+            self.round_id, ids, self.keys.sign(unsigned.payload(self.params.domain))
+        )
+        self._participants = pset
+        return pset
+
+    def aggregate(self, round_id: int) -> AggA:
+        """Y = Σ_U y mod 2^64, P_A = Σ_U ρ^A mod r, C_U = Σ_U C; signed; closes the round.
+
+        Raises
+        ------
+        ProtocolError
+            If `round_id` is not the open round, U was not fixed, or |U| < min_clients.
+        """
+        if round_id != self.round_id:
+            raise ProtocolError(f"round {round_id} is not the open round {self.round_id}")
+        pset = self._participants
+        if pset is None:
+            raise ProtocolError("call participants(u_b) before aggregate")
+        ids = pset.ids
+        if len(ids) < self.params.min_clients:
+            raise ProtocolError(f"|U| = {len(ids)} < min_clients = {self.params.min_clients}")
+        Y = np.sum([self._inbox[i][0] for i in ids], axis=0, dtype=np.uint64)
+        P = sum(self._inbox[i][1] for i in ids) % GROUP_ORDER
+        out = self._sign_aggregate(AggA, ids, Y, P)
+        self._participants = None
+        self._close(out)
+        return out
+
+
+class ServerB(_Server):
+    """Server B: opens each sealed box to (seed, ρ^B), expands r, publishes (R, P_B, C_U).
+
+    Parameters
+    ----------
+    params : JanusParams
+    keys : ServerKeys
+        B's Ed25519 key and X25519 box key (``ServerKeys.generate(box=True)``).
+    a_pub : ServerPublicKeys
+        A's verify key, to check the participant set.
+    round_id : int, default=1
+    """
+
+    message_type = ToB
+
+    def __init__(self, params, keys: ServerKeys, a_pub: ServerPublicKeys, round_id: int = 1):
+        super().__init__(params, keys, round_id)
+        if keys.box is None:
+            raise ValueError("`keys` of server B need a box key: ServerKeys.generate(box=True)")
+        if not isinstance(a_pub, ServerPublicKeys):
+            raise TypeError(f"`a_pub` must be a ServerPublicKeys, got {type(a_pub).__name__}")
+        self.a_pub = a_pub
+        self._unbox = SealedBox(keys.box)
+
+    def receive(self, msg: ToB) -> None:
+        """Accept client i's ``ToB``: check it, open the box, expand the mask.
+
+        Raises
+        ------
+        ReplayError, ProtocolError
+            As for ``ServerA.receive``; also if the box does not open.
+        """
+        self._admit(msg)
+        try:
+            opened = self._unbox.decrypt(msg.box)
+        except CryptoError:
+            raise ProtocolError(f"client {msg.client_id}: sealed box does not open") from None
+        seed, rho_b = opened[:SEED_BYTES], int.from_bytes(opened[SEED_BYTES:], "little")
+        if len(opened) != SEED_BYTES + 32 or rho_b >= GROUP_ORDER:
+            raise ProtocolError(f"client {msg.client_id}: malformed box content")
+        r = mask(seed, msg.round_id, self.params.length, self.params.domain)
+        self._inbox[msg.client_id] = (r, rho_b, msg.commitment)
+
+    def aggregate(self, participants: ParticipantSet) -> AggB:
+        """R = Σ_U r mod 2^64, P_B = Σ_U ρ^B mod r, C_U; signed; closes the round.
+
+        Raises
+        ------
+        ProtocolError
+            If A's signature is invalid, the round was already answered or is not open,
+            U ⊄ U_B, or |U| < min_clients.
+        """
+        if not isinstance(participants, ParticipantSet):
+            raise TypeError("`participants` must be a ParticipantSet")
+        t = participants.round_id
+        if t in self.outputs:
+            raise ProtocolError(f"round {t} was already answered (one answer per round)")
+        if t != self.round_id:
+            raise ProtocolError(f"round {t} is not the open round {self.round_id}")
+        payload = participants.payload(self.params.domain)
+        if not verify_signature(self.a_pub.sign, payload, participants.signature):
+            raise ProtocolError("the participant set is not signed by server A")
+        ids = participants.ids
+        missing = set(ids) - set(self._inbox)
+        if missing:
+            raise ProtocolError(f"U is not a subset of U_B: {len(missing)} unknown ids")
+        if len(ids) < self.params.min_clients:
+            raise ProtocolError(f"|U| = {len(ids)} < min_clients = {self.params.min_clients}")
+        R = np.sum([self._inbox[i][0] for i in ids], axis=0, dtype=np.uint64)
+        P = sum(self._inbox[i][1] for i in ids) % GROUP_ORDER
+        out = self._sign_aggregate(AggB, ids, R, P)
+        self._close(out)
+        return out

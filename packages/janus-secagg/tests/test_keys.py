@@ -1,0 +1,50 @@
+"""Key handling: public halves round-trip, files, and bad input of the key entry points."""
+
+import pytest
+from janus_secagg import ClientKeys, ClientPublicKey, ServerKeys, ServerPublicKeys
+
+
+def test_public_halves_round_trip():
+    b = ServerKeys.generate(box=True).public
+    a = ServerKeys.generate().public
+    assert ServerPublicKeys.from_bytes(b.to_bytes()) == b
+    assert ServerPublicKeys.from_bytes(a.to_bytes()) == a
+    client = ClientKeys.generate().public
+    assert ClientPublicKey.from_bytes(client.to_bytes()) == client
+
+
+def test_server_keys_save_and_load(tmp_path):
+    keys = ServerKeys.generate(box=True)
+    keys.save(tmp_path / "b.key")
+    again = ServerKeys.load(tmp_path / "b.key")
+    assert again.public == keys.public
+    assert again.sign(b"m") == keys.sign(b"m")  # Ed25519 signatures are deterministic
+
+
+def test_client_id_is_derived_from_key():
+    keys = ClientKeys.generate()
+    assert keys.client_id == ClientPublicKey.from_bytes(keys.public.to_bytes()).client_id
+    assert keys.client_id != ClientKeys.generate().client_id
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda tmp: ServerPublicKeys(b"short"), ValueError, "sign"),
+        (lambda tmp: ServerPublicKeys(bytes(32), b"x"), ValueError, "box"),
+        (lambda tmp: ServerPublicKeys.from_bytes(bytes(10)), ValueError, "data"),
+        (lambda tmp: ClientPublicKey.from_bytes(bytes(31)), ValueError, "data"),
+        (lambda tmp: ClientKeys("seed"), TypeError, "signing"),
+        (lambda tmp: ServerKeys(b"seed"), TypeError, "signing"),
+        (lambda tmp: ServerKeys.load(_write(tmp, "00ff")), ValueError, "path"),
+    ],
+)
+def test_keys_reject_bad_input(tmp_path, call, error, match):
+    with pytest.raises(error, match=match):
+        call(tmp_path)
+
+
+def _write(folder, text):
+    path = folder / "bad.key"
+    path.write_text(text)
+    return path
