@@ -86,15 +86,17 @@ def make_venv(
     requirements: list[str],
     *,
     stamp_files: tuple[Path, ...] = (),
+    no_deps: tuple[str, ...] = (),
     fresh: bool = False,
 ) -> Path:
-    """Create (or reuse) ``.nox/<name>`` with ``requirements`` installed under the constraints.
+    """Create (or reuse) ``.nox/<name>`` with ``requirements`` installed under the constraints,
+    then ``no_deps`` with ``pip --no-deps``.
 
     Reused as is while the requirements and the contents of ``stamp_files`` are unchanged.
     """
     venv = ROOT / ".nox" / name
     digest = hashlib.sha256(sys.version.encode())
-    for item in (*requirements, CONSTRAINTS, *stamp_files):
+    for item in (*requirements, "--no-deps", *no_deps, CONSTRAINTS, *stamp_files):
         digest.update(Path(item).read_bytes() if isinstance(item, Path) else item.encode())
     stamp = venv / ".icml25-stamp"
     fresh = fresh or "--fresh" in session.posargs
@@ -108,6 +110,11 @@ def make_venv(
         _bin(venv, "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
         "-c", str(CONSTRAINTS), *requirements, external=True,
     )  # fmt: skip
+    if no_deps:
+        session.run(
+            _bin(venv, "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+            "--no-deps", "-c", str(CONSTRAINTS), *no_deps, external=True,
+        )  # fmt: skip
     stamp.write_text(digest.hexdigest())
     return venv
 
@@ -123,19 +130,13 @@ def library_venv(session: nox.Session, kind: str, dist: str, folder: Path, extra
     extras = [e for e in extras if e in declared]
     target = f"{folder}[{','.join(extras)}]" if extras else str(folder)
     stamp_files = (folder / "pyproject.toml", ROOT / "shared" / "pyproject.toml")
-    venv = make_venv(
+    return make_venv(
         session,
         f"{kind}-{dist}",
         ["-e", str(ROOT / "shared"), "-e", target],
         stamp_files=stamp_files,
+        no_deps=tuple(card(folder).get("no-deps", [])),
     )
-    no_deps = card(folder).get("no-deps", [])
-    if no_deps:
-        session.run(
-            _bin(venv, "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-            "--no-deps", "-c", str(CONSTRAINTS), *no_deps, external=True,
-        )  # fmt: skip
-    return venv
 
 
 def library_env(folder: Path) -> dict[str, str]:
@@ -213,9 +214,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def reproduce(session: nox.Session) -> None:
-    """Each finished library's main job on real input; then one summary table."""
-    done = {d: f for d, f in libraries().items() if card(f).get("status") == "done"}
-    libs, extra_args = select(session, done)
+    """Each finished library's main job on real input (or the libraries named after ``--``,
+    finished or not); then one summary table."""
+    named = bool(session.posargs) and not session.posargs[0].startswith("-")
+    pool = {d: f for d, f in libraries().items() if named or card(f).get("status") == "done"}
+    libs, extra_args = select(session, pool)
     timings, venv = {}, None
     for dist, folder in libs.items():
         ensure_debian(session, card(folder).get("debian", []))
