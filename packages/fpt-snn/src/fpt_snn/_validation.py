@@ -1,0 +1,104 @@
+"""Argument checks shared by the public entry points (errors name the argument)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+from icml25_core import check_choice, check_scalar, check_tensor
+
+FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+CONVENTIONS = ("spikingjelly", "snntorch")
+
+
+def check_input(x, name: str = "x", *, time_dim: int = 0, T: int | None = None):
+    """Check a spike-layer input: a finite, non-empty float tensor with a time axis.
+
+    Raises
+    ------
+    TypeError
+        If `x` is not a tensor or not float16/bfloat16/float32/float64.
+    ValueError
+        If it has no dimension, is empty, holds NaN/inf, or its time axis is not `T` long.
+    """
+    if isinstance(x, torch.Tensor) and not x.is_floating_point():
+        raise TypeError(
+            f"`{name}` must be a float tensor (float32, float64, bfloat16, float16), "
+            f"got dtype {x.dtype}"
+        )
+    check_tensor(x, name, dtype=FLOAT_DTYPES, finite=False)
+    # NaN/inf scan: a finite sum proves every element finite (one reduction, no mask); a
+    # non-finite sum (NaN/inf inside, or an overflow) runs the element-wise check that names
+    # the first bad index. Under torch.compile it would be a data-dependent branch (a graph
+    # break): compiled graphs skip it, eager calls always run it.
+    if not torch.compiler.is_compiling() and x.numel() and not torch.isfinite(x.sum()):
+        check_tensor(x, name, finite=True)
+    if x.ndim < 1:
+        raise ValueError(f"`{name}` must have a time axis (ndim >= 1), got a 0-d tensor")
+    if not -x.ndim <= time_dim < x.ndim:
+        raise ValueError(
+            f"`time_dim` must index an axis of `{name}` (ndim {x.ndim}), got {time_dim}"
+        )
+    if T is not None and x.shape[time_dim] != T:
+        raise ValueError(
+            f"`{name}` must have T={T} steps along time_dim={time_dim}, got shape {tuple(x.shape)}"
+        )
+    return x
+
+
+def check_tau(tau):
+    """τ > 1 (λ = 1 − 1/τ in (0, 1)); a float or a 0-d float tensor (learnable τ)."""
+    if isinstance(tau, torch.Tensor):
+        if tau.ndim != 0 or not tau.is_floating_point():
+            raise ValueError(f"`tau` must be a float or a 0-d float tensor, got {tau!r}")
+        value = float(tau.detach())
+        if not math.isfinite(value) or value <= 1:
+            raise ValueError(f"`tau` must be > 1 (finite), got {value}")
+        return tau
+    check_scalar(tau, "tau", low=1, inclusive="neither")
+    if not math.isfinite(tau):
+        raise ValueError(f"`tau` must be finite, got {tau}")
+    return float(tau)
+
+
+def check_threshold(v_threshold):
+    """θ > 0, finite."""
+    check_scalar(v_threshold, "v_threshold", low=0, inclusive="neither")
+    if not math.isfinite(v_threshold):
+        raise ValueError(f"`v_threshold` must be finite, got {v_threshold}")
+    return float(v_threshold)
+
+
+def check_K(K):
+    """Number of evaluations K >= 1 (an int)."""
+    check_scalar(K, "K", kind=int, low=1)
+    return int(K)
+
+
+def check_alphas(alphas, K: int):
+    """K positive finite slopes, or None."""
+    if alphas is None:
+        return None
+    if isinstance(alphas, torch.Tensor):
+        values = alphas.detach().reshape(-1).tolist() if alphas.ndim <= 1 else None
+    elif isinstance(alphas, list | tuple):
+        values = list(alphas)
+    else:
+        values = None
+    if values is None or len(values) != K:
+        raise ValueError(f"`alphas` must hold K={K} positive values, got {alphas!r}")
+    for a in values:
+        if isinstance(a, bool) or not isinstance(a, numbers.Real) or not math.isfinite(a) or a <= 0:
+            raise ValueError(f"`alphas` must hold K={K} positive finite values, got {alphas!r}")
+    return tuple(float(a) for a in values)
+
+
+def check_convention(convention):
+    return check_choice(convention, "convention", CONVENTIONS)
+
+
+def check_T(T, name: str = "T"):
+    check_scalar(T, name, kind=int, low=1)
+    return int(T)

@@ -1,0 +1,111 @@
+"""Speed of one LIF layer, forward + backward: FPT against a per-step loop and spikingjelly.
+
+Spec §6: FPT (dense, chunked) vs an autograd per-step LIF loop with the same sigmoid surrogate
+(:func:`fpt_snn.lif_sequential`), T ∈ {8, 32, 128, 512}, N·T ∈ {2¹⁶, 2²⁰}; interleaved repeats
+in one process, median times and the ratio of medians. ``benchmarks/bench_fpt.py`` adds
+spikingjelly's multi-step ``LIFNode`` (CPU path, report only) through `extra`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from icml25_core import check_scalar
+
+from .fpt import fpt_lif
+from .lif import lif_sequential
+from .surrogate import sigmoid_surrogate
+
+DEFAULT_TS = (8, 32, 128, 512)
+DEFAULT_SIZES = (2**16, 2**20)
+
+
+def _candidates(extra):
+    loop_surrogate = sigmoid_surrogate(4.0)
+    runs = {
+        "loop": lambda x: lif_sequential(x, surrogate=loop_surrogate),
+        "fpt-dense": lambda x: fpt_lif(x, method="dense"),
+        "fpt-chunked": lambda x: fpt_lif(x, method="chunked"),
+    }
+    return {**runs, **(extra or {})}
+
+
+def _time_once(fn, x, grad):
+    x = x.detach().requires_grad_()
+    start = time.perf_counter()
+    out = fn(x)
+    out.backward(grad)
+    return time.perf_counter() - start
+
+
+def benchmark(Ts=DEFAULT_TS, sizes=DEFAULT_SIZES, repeats=5, seed=0, extra=None):
+    """Median fwd+bwd seconds per implementation and the speed-ups over the loop.
+
+    Parameters
+    ----------
+    Ts : sequence of int, default=(8, 32, 128, 512)
+        Sequence lengths.
+    sizes : sequence of int, default=(2**16, 2**20)
+        Total elements N·T per input (N = size // T neurons).
+    repeats : int, default=5
+        Timed repeats per case (after one warm-up), interleaved across implementations.
+    seed : int, default=0
+    extra : dict of str to callable, optional
+        More implementations ``x [T, N] -> spikes`` to time beside them (e.g. spikingjelly's
+        ``LIFNode``, as ``benchmarks/bench_fpt.py`` does).
+
+    Returns
+    -------
+    list of dict
+        One row per (T, N·T): ``T``, ``NT``, ``<impl>_ms`` for each implementation and
+        ``<impl>_speedup`` = loop time / impl time.
+
+    Raises
+    ------
+    ValueError, TypeError
+        On non-positive sizes or repeats.
+    """
+    check_scalar(repeats, "repeats", kind=int, low=1)
+    for T in Ts:
+        check_scalar(T, "Ts", kind=int, low=1)
+    for size in sizes:
+        check_scalar(size, "sizes", kind=int, low=1)
+    runs = _candidates(extra)
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for size in sizes:
+        for T in Ts:
+            N = max(1, size // T)
+            x = torch.randn(T, N, generator=g) * 0.8 + 0.6
+            grad = torch.randn(T, N, generator=g)
+            times = {name: [] for name in runs}
+            for rep in range(repeats + 1):
+                for name, fn in runs.items():
+                    elapsed = _time_once(fn, x, grad)
+                    if rep:  # the first round warms up
+                        times[name].append(elapsed)
+            row = {"T": T, "NT": T * N}
+            loop = statistics.median(times["loop"])
+            for name, values in times.items():
+                med = statistics.median(values)
+                row[f"{name}_ms"] = 1e3 * med
+                row[f"{name}_speedup"] = loop / med
+            rows.append(row)
+    return rows
+
+
+def format_rows(rows):
+    """A markdown table of :func:`benchmark` rows."""
+    names = [k[:-3] for k in rows[0] if k.endswith("_ms")]
+    head = "| T | N·T | " + " | ".join(f"{n} ms" for n in names) + " | "
+    head += " | ".join(f"{n} vs loop" for n in names if n != "loop") + " |"
+    lines = [head, "|" + " --- |" * (2 + 2 * len(names) - 1)]
+    for r in rows:
+        cells = [str(r["T"]), f"2^{r['NT'].bit_length() - 1}"]
+        cells += [f"{r[f'{n}_ms']:.1f}" for n in names]
+        cells += [f"{r[f'{n}_speedup']:.2f}x" for n in names if n != "loop"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,214 @@
+"""``FPTLIF``: a drop-in multi-step LIF layer trained by fixed-point parallel iterations.
+
+Axes: T time steps (axis ``time_dim``), N neurons (all other axes).
+
+Source: Feng et al., ICML 2025, Sec. 4; official ``imagenet_train.py::FPT_adaptive_alpha``
+(fixed τ) and the seq-CIFAR ``FPT_learnable_alpha`` (learnable T×T decay and α) of WanjinVon/FPT.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from icml25_core import check_choice, check_scalar
+
+from ._validation import (
+    check_alphas,
+    check_convention,
+    check_input,
+    check_K,
+    check_T,
+    check_tau,
+    check_threshold,
+)
+from .fpt import SAMPLES, default_alphas, fpt_lif
+from .kernels import METHODS, fpt_dense
+from .lif import lambda_matrix, lif_sequential
+from .surrogate import sample_spikes
+
+EVAL_SAMPLES = ("bernoulli", "threshold", "lif")
+
+
+class FPTLIF(nn.Module):
+    """Multi-step LIF neurons (soft reset) whose T steps run as K parallel evaluations.
+
+    Parameters
+    ----------
+    T : int
+        Number of time steps the layer is built for (>= 1).
+    tau : float, default=2.0
+        Membrane time constant in steps, > 1 (official 2).
+    v_threshold : float, default=1.0
+        Threshold θ > 0 (official 1).
+    K : int, default=3
+        Evaluations (official 3); see :func:`fpt_snn.fpt_lif`.
+    alphas : sequence of K floats, optional
+        Forward slopes; default (2, 6, 12) at K = 3 (official), else ``2·min(3^k, 6)``.
+    sample : {"bernoulli", "threshold", "none"}, default="bernoulli"
+        Output in training mode (official: Bernoulli with identity gradient).
+    eval_sample : {"bernoulli", "threshold", "lif"}, default="bernoulli"
+        Output in eval mode: Bernoulli (official), ``1[s >= 0.5]``, or the exact sequential
+        LIF (:func:`fpt_snn.lif_sequential`) for deployment.
+    learnable_tau : bool, default=False
+        Learn τ through ``1/τ = sigmoid(w)`` (keeps τ > 1; init w = −ln(τ − 1)).
+    learnable_lambda : bool, default=False
+        Learn a T×T decay W (init Λ) and a per-step bias (init −θ), official seq-CIFAR option:
+        ``h^k = tril(W)(x − θ s^{k−1}) + θ s^{k−1} + b``; W is masked lower-triangular in every
+        forward (causal). spikingjelly convention only; runs the dense kernel.
+    learnable_alpha : bool, default=False
+        Learn one positive scale c on the slope schedule (``α_k = c · alphas_k``, init c = 1).
+    convention : {"spikingjelly", "snntorch"}, default="spikingjelly"
+    time_dim : int, default=0
+        Axis of time in the input (0: spikingjelly [T, N, ...]; 1: batch-first [N, T, ...]).
+    method : {"auto", "dense", "chunked", "triton"}, default="auto"
+
+    Raises
+    ------
+    ValueError, TypeError
+        On out-of-range numbers, unknown options, ``learnable_lambda`` with the snntorch
+        convention, with ``learnable_tau``, or with ``eval_sample="lif"``.
+
+    Notes
+    -----
+    Stateless across calls: ``reset()`` is a no-op (spikingjelly's ``functional.reset_net``
+    works); Λ is rebuilt from τ and T in each forward, so a checkpoint holds only learnables.
+    Bernoulli draws use torch's global RNG: seed each rank.
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = FPTLIF(T=8)
+    >>> layer(torch.randn(8, 2, 5)).shape
+    torch.Size([8, 2, 5])
+    """
+
+    def __init__(
+        self,
+        T,
+        tau=2.0,
+        v_threshold=1.0,
+        K=3,
+        alphas=None,
+        sample="bernoulli",
+        eval_sample="bernoulli",
+        learnable_tau=False,
+        learnable_lambda=False,
+        learnable_alpha=False,
+        convention="spikingjelly",
+        time_dim=0,
+        method="auto",
+    ):
+        super().__init__()
+        self.T = check_T(T)
+        tau = check_tau(tau)
+        if isinstance(tau, torch.Tensor):
+            raise TypeError("`tau` must be a float; use learnable_tau=True to learn it")
+        self.v_threshold = check_threshold(v_threshold)
+        self.K = check_K(K)
+        base = check_alphas(alphas, self.K) or default_alphas(self.K)
+        self.sample = check_choice(sample, "sample", SAMPLES)
+        self.eval_sample = check_choice(eval_sample, "eval_sample", EVAL_SAMPLES)
+        self.convention = check_convention(convention)
+        check_scalar(time_dim, "time_dim", kind=int)
+        self.time_dim = int(time_dim)
+        self.method = check_choice(method, "method", METHODS)
+        for flag in ("learnable_tau", "learnable_lambda", "learnable_alpha"):
+            if not isinstance(locals()[flag], bool):
+                raise TypeError(f"`{flag}` must be a bool, got {type(locals()[flag]).__name__}")
+        if learnable_lambda and (learnable_tau or convention != "spikingjelly"):
+            raise ValueError(
+                "`learnable_lambda` needs convention='spikingjelly' and learnable_tau=False"
+            )
+        if learnable_lambda and eval_sample == "lif":
+            raise ValueError("`eval_sample`='lif' needs a scalar tau, not learnable_lambda")
+        self.learnable_lambda = learnable_lambda
+        self.register_buffer("alpha_base", torch.tensor(base), persistent=False)
+        self._tau = tau
+        self.tau_raw = nn.Parameter(torch.tensor(-math.log(tau - 1.0))) if learnable_tau else None
+        self.log_alpha_scale = nn.Parameter(torch.zeros(())) if learnable_alpha else None
+        if learnable_lambda:
+            self.weight = nn.Parameter(lambda_matrix(self.T, tau))
+            self.bias = nn.Parameter(torch.full((self.T,), -self.v_threshold))
+
+    @property
+    def tau(self):
+        """τ: a float, or a 0-d tensor (differentiable) when learnable."""
+        if self.tau_raw is None:
+            return self._tau
+        return 1.0 / torch.sigmoid(self.tau_raw)
+
+    def alphas(self):
+        """The K forward slopes in use (a tensor; differentiable when learnable)."""
+        if self.log_alpha_scale is None:
+            return self.alpha_base
+        return torch.exp(self.log_alpha_scale) * self.alpha_base
+
+    def reset(self):
+        """No state to reset (FPT is stateless across calls); kept for spikingjelly's API."""
+
+    def extra_repr(self):
+        return (
+            f"T={self.T}, tau={self._tau}, v_threshold={self.v_threshold}, K={self.K}, "
+            f"sample={self.sample!r}, eval_sample={self.eval_sample!r}, "
+            f"convention={self.convention!r}, time_dim={self.time_dim}"
+        )
+
+    def forward(self, x):
+        """Spikes for input currents `x`.
+
+        Parameters
+        ----------
+        x : Tensor, float32 | float64 | bfloat16 | float16
+            Shape with ``x.shape[time_dim] == T``.
+
+        Returns
+        -------
+        Tensor, shape and dtype of `x`
+            Spikes in {0, 1} (probabilities with ``sample="none"`` in training).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `x` is not a float tensor, is empty or non-finite, or its time axis is not T.
+        """
+        check_input(x, time_dim=self.time_dim, T=self.T)
+        xt = x.movedim(self.time_dim, 0)
+        mode = self.sample if self.training else self.eval_sample
+        if mode == "lif":
+            out = lif_sequential(
+                xt,
+                tau=float(torch.as_tensor(self.tau).detach()),
+                v_threshold=self.v_threshold,
+                convention=self.convention,
+            )
+        elif self.learnable_lambda:
+            out = self._learned_decay(xt, mode)
+        else:
+            alphas = self.alphas()
+            out = fpt_lif(
+                xt,
+                tau=self.tau,
+                v_threshold=self.v_threshold,
+                K=self.K,
+                alphas=alphas if alphas.requires_grad else tuple(alphas.tolist()),
+                sample=mode,
+                convention=self.convention,
+                method=self.method,
+            )
+        return out.movedim(0, self.time_dim)
+
+    def _learned_decay(self, xt, mode):
+        """Dense FPT with the learned, causally masked decay (official seq-CIFAR option)."""
+        work = torch.float64 if xt.dtype == torch.float64 else torch.float32
+        with torch.autocast(device_type=xt.device.type, enabled=False):
+            W = torch.tril(self.weight).to(work)
+            eye = torch.eye(self.T, dtype=work, device=xt.device)
+            s = fpt_dense(
+                xt.reshape(self.T, -1).to(work), W, W - eye, self.bias.to(work),
+                self.v_threshold, self.alphas().to(work),
+            )  # fmt: skip
+            o = sample_spikes(s, mode)
+        return o.reshape(xt.shape).to(xt.dtype)
