@@ -1,0 +1,267 @@
+"""Auxiliary models that estimate the server's cut-layer gradient (FSL-SAGE, Sec. 3).
+
+Axes: ``B`` batch, ``S`` the cut-layer shape (e.g. ``(C_cut, H, W)``), ``d = prod(S)``,
+``C`` classes.
+
+An auxiliary model here is a *gradient-scalar* model: a network ``a(z)`` returning log-probabilities
+whose loss ``l_a(z, y) = NLL(a(z), y)`` has an input gradient ``dl_a/dz`` that is used as the
+estimate of the server's gradient ``dCE(theta_s(z), y)/dz`` (official code:
+``srijith1996/FSL-SAGE``, ``models/aux_models``, ``linear_grad_scalar``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from icml25_core import check_tensor
+
+__all__ = ["GradScalarAux", "LinearGradScalarAux", "check_labels", "check_smashed"]
+
+
+def check_smashed(z, name: str, shape: tuple[int, ...] | None) -> torch.Tensor:
+    """Check a smashed batch ``z`` of shape ``[B, *shape]`` (floating, finite, non-empty).
+
+    Raises
+    ------
+    TypeError
+        If `z` is not a floating torch tensor.
+    ValueError
+        If `z` is empty, holds NaN/inf or its per-sample shape is not `shape` (both shapes named).
+    """
+    check_tensor(z, name, dtype=(torch.float32, torch.float64))
+    if z.ndim < 2:
+        raise ValueError(
+            f"`{name}` must have shape [B, *S] with at least 2 dims, got {tuple(z.shape)}"
+        )
+    if shape is not None and tuple(z.shape[1:]) != tuple(shape):
+        raise ValueError(
+            f"`{name}` has per-sample shape {tuple(z.shape[1:])} but the auxiliary model "
+            f"expects the cut shape {tuple(shape)}"
+        )
+    return z
+
+
+def check_labels(y, name: str, batch: int, num_classes: int | None) -> torch.Tensor:
+    """Check labels ``y``: int64 of shape ``[batch]`` with values in ``[0, num_classes)``.
+
+    Raises
+    ------
+    TypeError
+        If `y` is not an int64 tensor.
+    ValueError
+        If its length differs from `batch` or a label is outside ``[0, num_classes)``.
+    """
+    check_tensor(y, name, ndim=1, dtype=torch.int64)
+    if y.shape[0] != batch:
+        raise ValueError(f"`{name}` has {y.shape[0]} labels but the batch `z` has {batch} rows")
+    if num_classes is not None and (int(y.min()) < 0 or int(y.max()) >= num_classes):
+        raise ValueError(
+            f"`{name}` must hold labels in [0, {num_classes}), got range "
+            f"[{int(y.min())}, {int(y.max())}]"
+        )
+    return y
+
+
+class GradScalarAux(nn.Module):
+    """A gradient-scalar auxiliary model around any network ``a: [B, *S] -> [B, C]`` log-probs.
+
+    Parameters
+    ----------
+    net : nn.Module
+        Maps the smashed data ``z`` (``[B, *S]``, float32) to log-probabilities ``[B, C]``.
+    input_shape : tuple of int, optional
+        The cut shape ``S``; when given, inputs of another shape raise ``ValueError``.
+    num_classes : int, optional
+        ``C``; when given, labels outside ``[0, C)`` raise ``ValueError``.
+
+    Notes
+    -----
+    Source: FSL-SAGE (Nair et al., ICML 2025), Sec. 3 (auxiliary model estimating the smashed
+    activation gradient) and the official ``models/aux_models`` gradient-scalar models. The
+    estimate of the server gradient for sample ``b`` is ``dl_a(z_b, y_b)/dz_b`` with
+    ``l_a = NLL(a(z), y)``, i.e. the per-sample (sum-loss) gradient.
+    """
+
+    def __init__(self, net: nn.Module, *, input_shape=None, num_classes: int | None = None):
+        super().__init__()
+        if not isinstance(net, nn.Module):
+            raise TypeError(f"`net` must be an nn.Module, got {type(net).__name__}")
+        self.net = net
+        self.input_shape = None if input_shape is None else tuple(int(s) for s in input_shape)
+        self.num_classes = num_classes
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities ``[B, C]`` of the smashed data ``z`` ``[B, *S]``."""
+        return self.net(z)
+
+    def _check(self, z, y, g_star=None):
+        check_smashed(z, "z", self.input_shape)
+        check_labels(y, "y", z.shape[0], self.num_classes)
+        if g_star is not None:
+            check_tensor(g_star, "g_star", dtype=(torch.float32, torch.float64))
+            if g_star.shape != z.shape:
+                raise ValueError(
+                    f"`g_star` must have the shape of `z` {tuple(z.shape)}, "
+                    f"got {tuple(g_star.shape)}"
+                )
+
+    def _estimate(self, z, y, create_graph: bool) -> torch.Tensor:
+        with torch.enable_grad():
+            z = z.detach().requires_grad_(True)
+            loss = F.nll_loss(self(z), y, reduction="sum")
+            (grad,) = torch.autograd.grad(loss, z, create_graph=create_graph)
+        return grad
+
+    def estimate(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Estimated per-sample server gradient ``dl_a(z_b, y_b)/dz_b``.
+
+        Parameters
+        ----------
+        z : Tensor, shape [B, *S], float32 | float64
+            Smashed data (cut-layer activations).
+        y : Tensor, shape [B], int64
+            Labels in ``[0, C)``.
+
+        Returns
+        -------
+        Tensor, shape [B, *S], dtype of `z`
+            Detached; divide by ``B`` for the gradient of the batch-mean loss.
+
+        Raises
+        ------
+        TypeError
+            If `z` is not floating or `y` not int64.
+        ValueError
+            If shapes mismatch (batch or cut shape), values are not finite or labels are out of
+            range.
+        """
+        self._check(z, y)
+        return self._estimate(z, y, create_graph=False).detach()
+
+    def alignment_loss(
+        self, z: torch.Tensor, y: torch.Tensor, g_star: torch.Tensor, *, scale: float = 1.0
+    ) -> torch.Tensor:
+        """Alignment loss ``sum_b ||scale * dl_a(z_b, y_b)/dz_b - g*_b||^2`` (differentiable).
+
+        Parameters
+        ----------
+        z : Tensor, shape [B, *S]
+            Smashed data.
+        y : Tensor, shape [B], int64
+            Labels.
+        g_star : Tensor, shape [B, *S]
+            Target gradients (the server's, see :meth:`AlignmentBuffer.targets`).
+        scale : float, default=1.0
+            Multiplies the estimate (``1/B`` reproduces the official mean-loss estimate).
+
+        Returns
+        -------
+        Tensor, shape [], differentiable w.r.t. the auxiliary model's parameters (double
+        backward through autograd).
+
+        Notes
+        -----
+        Source: FSL-SAGE Sec. 3 (alignment step, squared error between the auxiliary and server
+        gradients); official ``src/algos/fsl_sage.py`` alignment loop.
+        """
+        self._check(z, y, g_star)
+        grad = self._estimate(z, y, create_graph=True)
+        return ((scale * grad - g_star) ** 2).sum()
+
+
+class LinearGradScalarAux(GradScalarAux):
+    """Linear gradient-scalar model ``a(z) = log_softmax(W vec(z) + b)`` with closed forms.
+
+    Parameters
+    ----------
+    in_features : int or tuple of int
+        ``d``, or the cut shape ``S`` (then inputs are flattened and must have that shape).
+    num_classes : int
+        ``C``.
+
+    Notes
+    -----
+    Source: official ``linear_grad_scalar`` auxiliary model (``models/aux_models``). Its input
+    gradient is ``g_b = W^T (softmax(W z_b + b) - e_{y_b})``; the closed-form gradients of the
+    alignment loss are derived in :meth:`alignment_grad`.
+    """
+
+    def __init__(self, in_features, num_classes: int):
+        shape = (in_features,) if isinstance(in_features, int) else tuple(in_features)
+        if any(int(s) < 1 for s in shape) or not shape:
+            raise ValueError(f"`in_features` must be positive, got {in_features!r}")
+        if not isinstance(num_classes, int) or num_classes < 2:
+            raise ValueError(f"`num_classes` must be an int >= 2, got {num_classes!r}")
+        d = math.prod(shape)
+        net = nn.Sequential(nn.Flatten(), nn.Linear(d, num_classes), nn.LogSoftmax(dim=1))
+        super().__init__(net, input_shape=shape, num_classes=num_classes)
+
+    @property
+    def linear(self) -> nn.Linear:
+        """The ``nn.Linear`` holding ``W`` (``[C, d]``) and ``b`` (``[C]``)."""
+        return self.net[1]
+
+    def _residual_parts(self, z, y):
+        w, b = self.linear.weight, self.linear.bias
+        flat = z.reshape(z.shape[0], -1).to(w.dtype)
+        p = torch.softmax(flat @ w.T + b, dim=1)
+        e = p - F.one_hot(y, w.shape[0]).to(w.dtype)
+        return flat, p, e
+
+    def estimate(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Closed form ``g_b = W^T (softmax(W z_b + b) - e_{y_b})``; see
+        :meth:`GradScalarAux.estimate` for shapes and errors."""
+        self._check(z, y)
+        with torch.no_grad():
+            _, _, e = self._residual_parts(z, y)
+            return (e @ self.linear.weight).reshape(z.shape).to(z.dtype)
+
+    def alignment_grad(
+        self, z: torch.Tensor, y: torch.Tensor, g_star: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Closed-form alignment loss and its gradients w.r.t. ``W`` and ``b``.
+
+        With ``Z`` ``[B, d]``, ``P = softmax(Z W^T + b)``, ``E = P - Y``, residual
+        ``R = E W - G*``, ``S = R W^T`` and ``G = P o (S - rowsum(P o S))``:
+        ``L = sum ||R||^2``, ``dL/dW = 2 (E^T R + G^T Z)``, ``dL/db = 2 colsum(G)``.
+
+        Parameters
+        ----------
+        z : Tensor, shape [B, *S]
+        y : Tensor, shape [B], int64
+        g_star : Tensor, shape [B, *S]
+            Target gradients.
+
+        Returns
+        -------
+        loss : Tensor, shape []
+        grad_weight : Tensor, shape [C, d]
+        grad_bias : Tensor, shape [C]
+            All detached, in the dtype of ``W``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`GradScalarAux.estimate`, and for a `g_star` of another shape.
+
+        Notes
+        -----
+        Derivation (chain rule through the softmax Jacobian ``diag(p) - p p^T``) of the loss in
+        FSL-SAGE Sec. 3 for the official ``linear_grad_scalar`` model; checked against autograd
+        double backward in ``tests/test_aux.py``.
+        """
+        self._check(z, y, g_star)
+        with torch.no_grad():
+            w = self.linear.weight
+            flat, p, e = self._residual_parts(z, y)
+            r = e @ w - g_star.reshape(flat.shape).to(w.dtype)
+            s = r @ w.T
+            g = p * (s - (p * s).sum(dim=1, keepdim=True))
+            loss = (r**2).sum()
+            grad_w = 2 * (e.T @ r + g.T @ flat)
+            grad_b = 2 * g.sum(dim=0)
+        return loss, grad_w, grad_b

@@ -1,0 +1,12 @@
+"""FSL-SAGE on Flower (needs ``pip install fsl-sage[flower]``; simulation: ``[simulation]``).
+
+The ServerApp hosts the S-server and the F-server and drives the protocol with its own
+``@app.main()`` loop on ``grid.send_and_receive`` (probe / train / evaluate messages), not a
+Strategy; the ClientApp keeps the client model, its Adam state and the aux model in
+``context.state``. Build both with :func:`make_server_app` / :func:`make_client_app`, or point
+``flwr run`` at ``fsl_sage.flower.server_app:app`` and ``fsl_sage.flower.client_app:app``.
+"""
+
+from .config import FlowerConfig, build_split, load_partition, load_test
+
+__all__ = ["FlowerConfig", "build_split", "load_partition", "load_test"]

@@ -1,0 +1,141 @@
+"""The FSL-SAGE ClientApp: ``query.probe``, ``train.fslsage`` and ``evaluate`` handlers.
+
+Per-client state (client model, its Adam state, the aux model) lives in ``context.state``;
+``partition-id`` / ``num-partitions`` come from the node config, hyper-parameters from the run
+config (or the :class:`FlowerConfig` given to :func:`make_client_app`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..roles import Client
+from ..simulate import evaluate as accuracy_of
+from .config import FlowerConfig, build_split, load_partition
+from .records import (
+    batches_to_record,
+    optimizer_from_record,
+    optimizer_to_record,
+    state_from_record,
+    state_to_record,
+)
+
+if TYPE_CHECKING:
+    from flwr.app import ConfigRecord, Context, Message
+    from flwr.clientapp import ClientApp
+
+__all__ = ["app", "client_from_context", "make_client_app"]
+
+
+def client_from_context(context: Context, cfg: FlowerConfig) -> Client:
+    """Rebuild this node's :class:`Client` from the config and ``context.state``."""
+    pid = int(context.node_config["partition-id"])
+    n = int(context.node_config["num-partitions"])
+    split = build_split(cfg)
+    x, y = load_partition(cfg, pid, n)
+    client = Client(
+        pid, split.client, x, y, aux=split.aux_factory(), batch_size=cfg.batch_size,
+        lr=cfg.lr, weight_decay=cfg.weight_decay, seed=cfg.seed,
+    )  # fmt: skip
+    state = context.state
+    if "client-model" in state.array_records:
+        client.model.load_state_dict(state_from_record(state.array_records["client-model"]))
+    if "client-opt" in state.array_records:
+        optimizer_from_record(client.optimizer, state.array_records["client-opt"])
+    if "aux" in state.array_records:
+        client.aux.load_state_dict(state_from_record(state.array_records["aux"]))
+    return client
+
+
+def _save(context: Context, client: Client) -> None:
+    context.state["client-model"] = state_to_record(client.model.state_dict())
+    context.state["client-opt"] = optimizer_to_record(client.optimizer)
+    context.state["aux"] = state_to_record(client.aux.state_dict())
+
+
+def _receive(message: Message, client: Client) -> int:
+    content = message.content
+    if "client-model" in content.array_records:
+        client.model.load_state_dict(state_from_record(content.array_records["client-model"]))
+    if "aux" in content.array_records:
+        client.aux.load_state_dict(state_from_record(content.array_records["aux"]))
+    return int(content.config_records["config"]["round"])
+
+
+def _info(client: Client) -> ConfigRecord:
+    from flwr.app import ConfigRecord
+
+    return ConfigRecord({"partition-id": client.client_id, "num-examples": client.num_samples})
+
+
+def make_client_app(config: FlowerConfig | None = None) -> ClientApp:
+    """A ClientApp for ``config`` (``None``: defaults, updated by the run config).
+
+    Handlers
+    --------
+    ``query.probe``
+        Loads the global client model, replies iteration 0's smashed batch of the round.
+    ``train.fslsage``
+        Loads the global model / aligned aux when sent, runs :meth:`Client.local_round`
+        (FSL-SAGE) and replies the local model and the smashed batches for the lazy S-server.
+    ``evaluate``
+        Loads the final client and server models and replies the accuracy on local data.
+    """
+    try:
+        from flwr.app import Message, MetricRecord, RecordDict
+        from flwr.clientapp import ClientApp
+    except ImportError as err:
+        raise ImportError("the Flower apps need flwr: pip install 'fsl-sage[flower]'") from err
+
+    app = ClientApp()
+
+    def cfg_of(context: Context) -> FlowerConfig:
+        return FlowerConfig.from_run_config(context.run_config, config)
+
+    @app.query("probe")
+    def probe(message: Message, context: Context) -> Message:
+        cfg = cfg_of(context)
+        client = client_from_context(context, cfg)
+        t = _receive(message, client)
+        batch = client.probe(t)
+        _save(context, client)
+        content = RecordDict({"smashed": batches_to_record([batch]), "info": _info(client)})
+        return Message(content, reply_to=message)
+
+    @app.train("fslsage")
+    def train(message: Message, context: Context) -> Message:
+        cfg = cfg_of(context)
+        client = client_from_context(context, cfg)
+        t = _receive(message, client)
+        skip_first = bool(message.content.config_records["config"]["skip-first"])
+        sent = client.local_round(
+            t, "fsl_sage", server_update_interval=cfg.q, skip_first=skip_first
+        )
+        _save(context, client)
+        content = RecordDict(
+            {
+                "client-model": state_to_record(client.model.state_dict()),
+                "smashed": batches_to_record(sent),
+                "info": _info(client),
+            }
+        )
+        return Message(content, reply_to=message)
+
+    @app.evaluate()
+    def evaluate(message: Message, context: Context) -> Message:
+        cfg = cfg_of(context)
+        client = client_from_context(context, cfg)
+        _receive(message, client)
+        split = build_split(cfg)
+        split.server.load_state_dict(
+            state_from_record(message.content.array_records["server-model"])
+        )
+        acc = accuracy_of(client.model, split.server, client.x, client.y)
+        metrics = MetricRecord({"accuracy": acc, "num-examples": client.num_samples})
+        return Message(RecordDict({"metrics": metrics, "info": _info(client)}), reply_to=message)
+
+    return app
+
+
+#: ClientApp for ``flwr run`` (hyper-parameters from the run config).
+app = make_client_app()

@@ -1,0 +1,161 @@
+"""Run configuration shared by the Flower ServerApp and ClientApp.
+
+Keys follow Flower's kebab-case run-config style (``[tool.flwr.app.config]`` of a Flower app's
+pyproject); every field has the official default unless noted (spec Sec. 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from icml25_core import check_choice, check_scalar
+
+from ..algorithms import Algorithm, fsl_sage
+from ..data import load_digits, load_fashion_mnist
+from ..models import SplitSpec, simple_conv_split
+from ..partition import dirichlet_equal_split
+
+__all__ = ["FlowerConfig", "build_split", "load_partition", "load_test"]
+
+
+@dataclass(frozen=True)
+class FlowerConfig:
+    """Hyper-parameters of an FSL-SAGE run on Flower.
+
+    Attributes
+    ----------
+    dataset : {"fashion-mnist", "digits"}
+        Debian Fashion-MNIST or scikit-learn's digits (8x8).
+    num_clients : int
+        Number of partitions (= SuperNodes); official 10.
+    per_client : int
+        Training samples per client (taken from a seeded permutation).
+    alpha : float
+        Dirichlet concentration of the equal split (official ``noniid_dirichlet_equal_split``).
+    widths : str
+        Conv widths of ``simple_conv`` as ``"w1,w2"`` (official ``"64,64"``).
+    rounds, batch_size, q, l, buffer_size, align_epochs, align_batch_size : int
+        Official 200, 128, 5, 10, 1000, 100, 1000.
+    align : bool
+        Align the aux models at rounds ``t % l == 0``.
+    lr, weight_decay : float
+        Adam, official 1e-3 and 1e-4.
+    seed : int
+        Official 200.
+    num_test : int
+        Test images for the server's per-round accuracy (0 = none).
+    result_path : str
+        If not empty, the ServerApp writes its per-round history, bytes and client metrics
+        there as JSON (chosen here, for runs on the deployment engine).
+    """
+
+    dataset: str = "fashion-mnist"
+    num_clients: int = 10
+    per_client: int = 1200
+    alpha: float = 1.0
+    widths: str = "64,64"
+    rounds: int = 200
+    batch_size: int = 128
+    q: int = 5
+    l: int = 10  # noqa: E741 - the paper's name
+    buffer_size: int = 1000
+    align_epochs: int = 100
+    align_batch_size: int = 1000
+    align: bool = True
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    seed: int = 200
+    num_test: int = 2000
+    result_path: str = ""
+
+    def __post_init__(self):
+        check_choice(self.dataset, "dataset", ("fashion-mnist", "digits"))
+        for name in ("num_clients", "per_client", "rounds", "batch_size", "q", "l"):
+            check_scalar(getattr(self, name), name, kind=int, low=1)
+        check_scalar(self.num_test, "num_test", kind=int, low=0)
+        check_scalar(self.alpha, "alpha", low=0.0, inclusive="neither")
+        self.algorithm()  # validates q, l, M and the alignment settings
+        self.width_pair()
+
+    def width_pair(self) -> tuple[int, int]:
+        """``widths`` parsed, e.g. ``"16,32"`` -> ``(16, 32)``."""
+        try:
+            pair = tuple(int(w) for w in self.widths.split(","))
+        except ValueError as err:
+            raise ValueError(f"`widths` must look like '16,32', got {self.widths!r}") from err
+        if len(pair) != 2 or min(pair) < 1:
+            raise ValueError(f"`widths` must be two positive ints, got {self.widths!r}")
+        return pair
+
+    def algorithm(self) -> Algorithm:
+        """The :func:`fsl_sage.fsl_sage` configuration of this run."""
+        return fsl_sage(
+            self.q, self.l, self.buffer_size, align_epochs=self.align_epochs,
+            align_batch_size=self.align_batch_size, align=self.align,
+        )  # fmt: skip
+
+    @classmethod
+    def from_run_config(cls, run_config, base: FlowerConfig | None = None) -> FlowerConfig:
+        """``base`` (default: the defaults) updated by Flower run-config keys
+        (``num-clients = 5`` or ``num_clients = 5``); unknown keys raise ``ValueError``."""
+        values = asdict(base or cls())
+        names = {f.name for f in fields(cls)}
+        for key, value in dict(run_config or {}).items():
+            name = key.replace("-", "_")
+            if name not in names:
+                raise ValueError(f"unknown run-config key {key!r}; known: {sorted(names)}")
+            values[name] = value
+        return cls(**values)
+
+
+def _image_size(cfg: FlowerConfig) -> int:
+    return 28 if cfg.dataset == "fashion-mnist" else 8
+
+
+def build_split(cfg: FlowerConfig) -> SplitSpec:
+    """``simple_conv_split`` of the run, initialised from ``torch.manual_seed(cfg.seed)``."""
+    torch.manual_seed(cfg.seed)
+    return simple_conv_split(1, 10, _image_size(cfg), cfg.width_pair())
+
+
+@lru_cache(maxsize=4)
+def _train_pool(dataset: str):
+    return load_fashion_mnist("train") if dataset == "fashion-mnist" else load_digits()
+
+
+@lru_cache(maxsize=64)
+def _partition_indices(cfg: FlowerConfig, num_partitions: int):
+    _x, y = _train_pool(cfg.dataset)
+    n = min(num_partitions * cfg.per_client, y.shape[0])
+    pool = np.random.default_rng(cfg.seed).permutation(y.shape[0])[:n]
+    parts = dirichlet_equal_split(y[pool].numpy(), num_partitions, cfg.alpha, cfg.seed)
+    return [pool[p] for p in parts]
+
+
+def load_partition(cfg: FlowerConfig, partition_id: int, num_partitions: int):
+    """Client ``partition_id``'s training data ``(x [n_i, 1, H, W] float32, y [n_i] int64)``.
+
+    Raises
+    ------
+    ValueError
+        If ``partition_id`` is outside ``[0, num_partitions)``.
+    """
+    check_scalar(num_partitions, "num_partitions", kind=int, low=1)
+    check_scalar(partition_id, "partition_id", kind=int, low=0, high=num_partitions - 1)
+    x, y = _train_pool(cfg.dataset)
+    idx = torch.from_numpy(_partition_indices(cfg, num_partitions)[partition_id])
+    return x[idx], y[idx]
+
+
+def load_test(cfg: FlowerConfig):
+    """The server's test data (``cfg.num_test`` samples), or ``None`` when ``num_test == 0``."""
+    if cfg.num_test == 0:
+        return None
+    if cfg.dataset == "fashion-mnist":
+        return load_fashion_mnist("test", limit=cfg.num_test)
+    x, y = load_digits()  # digits has no test split: the last samples
+    return x[-cfg.num_test :], y[-cfg.num_test :]

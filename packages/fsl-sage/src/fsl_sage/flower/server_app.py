@@ -1,0 +1,209 @@
+"""The FSL-SAGE ServerApp: S-server and F-server behind one ``@app.main()`` loop.
+
+Protocol per round ``t`` (the "round" schedule of :mod:`fsl_sage.simulate`):
+
+1. alignment round (``t % l == 0``): ``query.probe`` to every node with the global client model;
+   each reply's iteration-0 smashed batch is consumed by the S-server (client order), which then
+   aligns that client's aux model;
+2. ``train.fslsage`` with the global client model (unless sent in the probe) and, at alignment
+   rounds, the aligned aux; replies carry the local client model and the other smashed batches,
+   consumed by the lazy S-server in client order;
+3. the F-server averages the client models (weights ``n_i / n``).
+
+After the last round, ``evaluate`` sends the final client and server models for accuracy on each
+client's data. Bytes are counted from the arrays sent (:class:`fsl_sage.CommMeter`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..comm import CommMeter
+from ..roles import FServer, SServer
+from ..simulate import align_client
+from ..simulate import evaluate as accuracy_of
+from .config import FlowerConfig, build_split, load_test
+from .records import batches_from_record, record_nbytes, state_from_record, state_to_record
+
+if TYPE_CHECKING:
+    from flwr.app import Message
+    from flwr.serverapp import Grid, ServerApp
+
+__all__ = ["app", "make_server_app"]
+
+
+def _wait_for_nodes(grid: Grid, count: int, timeout: float = 120.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = sorted(grid.get_node_ids())
+        if len(nodes) >= count:
+            return nodes[:count]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(nodes)} of {count} SuperNodes connected")
+        time.sleep(0.5)
+
+
+def _exchange(grid: Grid, messages: list[Message]) -> list[Message]:
+    replies = list(grid.send_and_receive(messages))
+    for reply in replies:
+        if reply.has_error():
+            raise RuntimeError(f"a ClientApp failed: {reply.error.reason}")
+    if len(replies) != len(messages):
+        raise RuntimeError(f"{len(messages) - len(replies)} ClientApp replies missing")
+    return sorted(replies, key=lambda r: int(r.content.config_records["info"]["partition-id"]))
+
+
+def _consume(server: SServer, meter: CommMeter, reply: Message, t: int) -> list:
+    pid = int(reply.content.config_records["info"]["partition-id"])
+    smashed = reply.content.array_records["smashed"]
+    for key, arr in smashed.items():
+        kind = "smashed" if key.startswith("z.") else "labels"
+        meter.add(kind, "up", int(arr.numpy().nbytes))
+    return batches_from_record(smashed, pid)
+
+
+def make_server_app(
+    config: FlowerConfig | None = None, on_finish: Callable[[dict], None] | None = None
+) -> ServerApp:
+    """A ServerApp running FSL-SAGE for ``config`` (``None``: defaults + the run config).
+
+    Parameters
+    ----------
+    config : FlowerConfig, optional
+    on_finish : callable, optional
+        Called with ``{"history", "bytes", "official_bytes", "client_model", "server_model",
+        "aux", "client_metrics"}`` after the run (states as ``state_dict``s).
+    """
+    try:
+        from flwr.app import ConfigRecord, Context, Message, RecordDict
+        from flwr.serverapp import ServerApp
+    except ImportError as err:
+        raise ImportError("the Flower apps need flwr: pip install 'fsl-sage[flower]'") from err
+
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        cfg = FlowerConfig.from_run_config(context.run_config, config)
+        alg = cfg.algorithm()
+        split = build_split(cfg)
+        torch.manual_seed(cfg.seed)  # aux initialisation as in fsl_sage.Simulation
+        server_aux = [split.aux_factory() for _ in range(cfg.num_clients)]
+        server = SServer(
+            split.server, lr=cfg.lr, weight_decay=cfg.weight_decay, buffer_size=cfg.buffer_size
+        )
+        test = load_test(cfg)
+        meter, history = CommMeter(), []
+        nodes = _wait_for_nodes(grid, cfg.num_clients)
+        global_state = {k: v.clone() for k, v in split.client.state_dict().items()}
+        node_of: dict[int, int] = {}
+        for t in range(cfg.rounds):
+            aligning = alg.is_align_round(t)
+            model_rec = state_to_record(global_state)
+            aligned = []
+            if aligning:
+                msgs = []
+                for node in nodes:
+                    content = RecordDict(
+                        {"client-model": model_rec, "config": ConfigRecord({"round": t})}
+                    )
+                    meter.add("client_model", "down", record_nbytes(model_rec))
+                    msgs.append(Message(content, node, "query.probe", group_id=str(t)))
+                for reply in _exchange(grid, msgs):
+                    node_of[int(reply.content.config_records["info"]["partition-id"])] = (
+                        reply.metadata.src_node_id
+                    )
+                    for batch in _consume(server, meter, reply, t):
+                        server.step(batch, t)
+                        aligned.append(
+                            align_client(
+                                server,
+                                batch.client_id,
+                                server_aux[batch.client_id],
+                                alg,
+                                split,
+                                t,
+                                cfg.seed,
+                            )
+                        )
+            msgs = []
+            for node in nodes:
+                records = {"config": ConfigRecord({"round": t, "skip-first": aligning})}
+                if aligning:
+                    pid = next(p for p, n in node_of.items() if n == node)
+                    aux_rec = state_to_record(server_aux[pid].state_dict())
+                    records["aux"] = aux_rec
+                    meter.add("aux_model", "down", record_nbytes(aux_rec))
+                else:
+                    records["client-model"] = model_rec
+                    meter.add("client_model", "down", record_nbytes(model_rec))
+                msgs.append(Message(RecordDict(records), node, "train.fslsage", group_id=str(t)))
+            replies = _exchange(grid, msgs)
+            states, weights = [], []
+            for reply in replies:
+                info = reply.content.config_records["info"]
+                node_of[int(info["partition-id"])] = reply.metadata.src_node_id
+                rec = reply.content.array_records["client-model"]
+                meter.add("client_model", "up", record_nbytes(rec))
+                states.append(state_from_record(rec))
+                weights.append(float(info["num-examples"]))
+            for reply in replies:  # the lazy S-server, in client order
+                for batch in _consume(server, meter, reply, t):
+                    server.step(batch, t)
+            global_state = FServer.aggregate(states, weights)
+            accuracy = None
+            if test is not None:
+                split.client.load_state_dict(global_state)
+                accuracy = accuracy_of(split.client, server.model, *test)
+            history.append(
+                {
+                    "round": t,
+                    "accuracy": accuracy,
+                    "official_bytes": meter.official_total(),
+                    "total_bytes": meter.total(),
+                    "align": aligned,
+                }
+            )
+        metrics = []
+        final = RecordDict(
+            {
+                "client-model": state_to_record(global_state),
+                "server-model": state_to_record(server.model.state_dict()),
+                "config": ConfigRecord({"round": cfg.rounds}),
+            }
+        )
+        msgs = [Message(final, node, "evaluate", group_id="final") for node in nodes]
+        for reply in _exchange(grid, msgs):
+            metrics.append(dict(reply.content.metric_records["metrics"]))
+        if cfg.result_path:
+            summary = {
+                "history": history,
+                "bytes": meter.as_dict(),
+                "official_bytes": meter.official_total(),
+                "client_metrics": metrics,
+            }
+            Path(cfg.result_path).write_text(json.dumps(summary), encoding="utf-8")
+        if on_finish is not None:
+            on_finish(
+                {
+                    "history": history,
+                    "bytes": meter.as_dict(),
+                    "official_bytes": meter.official_total(),
+                    "client_model": global_state,
+                    "server_model": server.model.state_dict(),
+                    "aux": [a.state_dict() for a in server_aux],
+                    "client_metrics": metrics,
+                }
+            )
+
+    return app
+
+
+#: ServerApp for ``flwr run`` (hyper-parameters from the run config).
+app = make_server_app()

@@ -1,0 +1,249 @@
+"""Split models: client part, server part and the auxiliary model of the cut layer.
+
+Source: official ``srijith1996/FSL-SAGE`` model configs (``simple_conv`` client/server,
+``linear_grad_scalar`` aux; ResNet-18 split after ``layer2``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from icml25_core import check_scalar
+
+from .aux import GradScalarAux, LinearGradScalarAux
+
+__all__ = ["SplitSpec", "resnet18_split", "simple_conv_split", "split_sequential"]
+
+
+@dataclass
+class SplitSpec:
+    """A model split at the cut layer.
+
+    Attributes
+    ----------
+    client : nn.Module
+        ``x -> z``: input ``[B, *X]`` to smashed data ``[B, *cut_shape]`` (float32).
+    server : nn.Module
+        ``z -> log-probs [B, C]``.
+    aux_factory : callable
+        ``() -> GradScalarAux`` making a fresh auxiliary model for one client.
+    cut_shape : tuple of int
+        Per-sample shape of the smashed data.
+    num_classes : int
+        ``C``.
+    """
+
+    client: nn.Module
+    server: nn.Module
+    aux_factory: Callable[[], GradScalarAux]
+    cut_shape: tuple[int, ...]
+    num_classes: int
+
+    @classmethod
+    def from_sequential(
+        cls, model: nn.Sequential, cut: int, example_input: torch.Tensor, num_classes: int
+    ) -> SplitSpec:
+        """Split ``model`` (ending in log-probabilities) at ``cut``, with a linear aux.
+
+        Parameters
+        ----------
+        model : nn.Sequential
+            ``x -> log-probs [B, C]`` (end it with ``nn.LogSoftmax(dim=1)``).
+        cut : int
+            Layers kept on the client, ``1 <= cut < len(model)``.
+        example_input : Tensor, shape [B, *X]
+            One batch of inputs, used to find the cut shape.
+        num_classes : int
+            ``C``.
+
+        Returns
+        -------
+        SplitSpec
+            With :class:`LinearGradScalarAux` (official ``linear_grad_scalar``) as aux.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :func:`split_sequential`, and for ``num_classes < 2``.
+        """
+        client, server = split_sequential(model, cut)
+        check_scalar(num_classes, "num_classes", kind=int, low=2)
+        with torch.no_grad():
+            cut_shape = tuple(client(example_input[:1]).shape[1:])
+        return cls(
+            client,
+            server,
+            lambda: LinearGradScalarAux(cut_shape, num_classes),
+            cut_shape,
+            num_classes,
+        )
+
+
+def split_sequential(model: nn.Sequential, cut: int) -> tuple[nn.Module, nn.Module]:
+    """Split ``model`` into ``model[:cut]`` (client) and ``model[cut:]`` (server).
+
+    The two parts share the original modules (no copy), so ``server(client(x)) == model(x)``.
+
+    Parameters
+    ----------
+    model : nn.Sequential
+    cut : int
+        Number of leading layers kept on the client, ``1 <= cut < len(model)``.
+
+    Returns
+    -------
+    tuple of nn.Sequential
+        ``(client, server)``.
+
+    Raises
+    ------
+    TypeError
+        If `model` is not an ``nn.Sequential`` or `cut` not an int.
+    ValueError
+        If `cut` is out of range.
+    """
+    if not isinstance(model, nn.Sequential):
+        raise TypeError(f"`model` must be an nn.Sequential, got {type(model).__name__}")
+    check_scalar(cut, "cut", kind=int, low=1, high=len(model) - 1)
+    return model[:cut], model[cut:]
+
+
+def _init_linear(module: nn.Module) -> None:
+    """Official ``simple_conv`` server init: Linear weights ~ N(0, 0.05), biases 0."""
+    if isinstance(module, nn.Linear):
+        nn.init.normal_(module.weight, 0.0, 0.05)
+        nn.init.zeros_(module.bias)
+
+
+def simple_conv_split(
+    in_channels: int = 1,
+    num_classes: int = 10,
+    image_size: int = 28,
+    widths: tuple[int, int] = (64, 64),
+) -> SplitSpec:
+    """The official ``simple_conv`` model split after its two conv blocks.
+
+    Client: ``[conv5x5(w1, pad 2), ReLU, maxpool 3/2 pad 1, LRN(4, 0.001/9, 0.75, 1),
+    conv5x5(w2, pad 2), ReLU, LRN, maxpool 3/2 pad 1]``; server: ``Flatten, Linear(d, 384), ReLU,
+    Linear(384, 192), ReLU, Linear(192, C), LogSoftmax`` with Linear init N(0, 0.05);
+    aux: :class:`LinearGradScalarAux` on the cut shape ``(w2, s, s)``, ``s = ceil(image/4)``.
+
+    Parameters
+    ----------
+    in_channels : int, default=1
+    num_classes : int, default=10
+    image_size : int, default=28
+        Square input side in pixels.
+    widths : tuple of 2 int, default=(64, 64)
+        Conv channels (official 64/64; the reproduce uses 16/32).
+
+    Returns
+    -------
+    SplitSpec
+
+    Raises
+    ------
+    ValueError
+        For non-positive sizes or ``num_classes < 2``.
+    """
+    check_scalar(in_channels, "in_channels", kind=int, low=1)
+    check_scalar(num_classes, "num_classes", kind=int, low=2)
+    check_scalar(image_size, "image_size", kind=int, low=1)
+    if len(widths) != 2 or any(not isinstance(w, int) or w < 1 for w in widths):
+        raise ValueError(f"`widths` must be two positive ints, got {widths!r}")
+    w1, w2 = widths
+    client = nn.Sequential(
+        nn.Conv2d(in_channels, w1, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(3, 2, padding=1),
+        nn.LocalResponseNorm(4, alpha=0.001 / 9.0, beta=0.75, k=1.0),
+        nn.Conv2d(w1, w2, 5, padding=2),
+        nn.ReLU(),
+        nn.LocalResponseNorm(4, alpha=0.001 / 9.0, beta=0.75, k=1.0),
+        nn.MaxPool2d(3, 2, padding=1),
+    )
+    side = math.floor((math.floor((image_size - 1) / 2) + 1 - 1) / 2) + 1
+    cut_shape = (w2, side, side)
+    d = math.prod(cut_shape)
+    server = nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(d, 384),
+        nn.ReLU(),
+        nn.Linear(384, 192),
+        nn.ReLU(),
+        nn.Linear(192, num_classes),
+        nn.LogSoftmax(dim=1),
+    )
+    server.apply(_init_linear)
+    return SplitSpec(
+        client, server, lambda: LinearGradScalarAux(cut_shape, num_classes), cut_shape, num_classes
+    )
+
+
+def _aux_resnet(block_cls, num_classes: int) -> nn.Module:
+    stage = nn.Sequential(
+        block_cls(
+            128,
+            256,
+            stride=2,
+            downsample=nn.Sequential(nn.Conv2d(128, 256, 1, 2, bias=False), nn.BatchNorm2d(256)),
+        ),
+        block_cls(256, 256),
+    )
+    return nn.Sequential(
+        stage,
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(256, num_classes),
+        nn.LogSoftmax(dim=1),
+    )
+
+
+def resnet18_split(num_classes: int, in_channels: int = 3, image_size: int = 32) -> SplitSpec:
+    """torchvision ResNet-18 split after ``layer2`` (needs the ``[vision]`` extra).
+
+    Client: stem (conv, BN, ReLU, maxpool) + ``layer1`` + ``layer2`` (``z`` of shape
+    ``[128, 4, 4]`` at 32 px); server: ``layer3`` + ``layer4`` + pool + fc + LogSoftmax; aux: one
+    ``layer3``-like stage + pool + fc (a :class:`GradScalarAux`).
+
+    Raises
+    ------
+    ImportError
+        If torchvision is not installed (``pip install fsl-sage[vision]``).
+    ValueError
+        For ``num_classes < 2`` or ``in_channels < 1``.
+    """
+    check_scalar(num_classes, "num_classes", kind=int, low=2)
+    check_scalar(in_channels, "in_channels", kind=int, low=1)
+    check_scalar(image_size, "image_size", kind=int, low=8)
+    try:
+        from torchvision.models import resnet18
+        from torchvision.models.resnet import BasicBlock
+    except ImportError as err:
+        raise ImportError("resnet18_split needs torchvision: pip install fsl-sage[vision]") from err
+    net = resnet18(num_classes=num_classes)
+    if in_channels != 3:
+        net.conv1 = nn.Conv2d(in_channels, 64, 7, 2, 3, bias=False)
+    client = nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool, net.layer1, net.layer2)
+    server = nn.Sequential(
+        net.layer3, net.layer4, net.avgpool, nn.Flatten(), net.fc, nn.LogSoftmax(dim=1)
+    )
+    with torch.no_grad():
+        cut_shape = tuple(
+            client.eval()(torch.zeros(1, in_channels, image_size, image_size)).shape[1:]
+        )
+    client.train()
+    return SplitSpec(
+        client,
+        server,
+        lambda: GradScalarAux(
+            _aux_resnet(BasicBlock, num_classes), input_shape=cut_shape, num_classes=num_classes
+        ),
+        cut_shape,
+        num_classes,
+    )

@@ -1,0 +1,368 @@
+"""The three roles of federated split learning and the messages between them.
+
+Roles (FSL-SAGE, Sec. 3; official ``src/algos``): clients ``i = 1..m`` hold the client model
+``theta_c,i`` and the auxiliary model ``a_i``; the S-server holds the server model ``theta_s`` and
+one alignment buffer per client; the F-server averages client models with weights ``n_i / n``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from icml25_core import check_scalar, check_tensor
+
+from .align import AlignStats, align
+from .aux import GradScalarAux, check_labels, check_smashed
+from .buffer import AlignmentBuffer
+
+__all__ = ["AuxState", "Client", "FServer", "ModelState", "SServer", "SmashedBatch"]
+
+
+def _state_nbytes(state: dict[str, torch.Tensor]) -> int:
+    return 4 * sum(t.numel() for t in state.values())
+
+
+@dataclass
+class SmashedBatch:
+    """Smashed data of one local iteration, sent client -> S-server with its labels.
+
+    Attributes
+    ----------
+    client_id : int
+    iteration : int
+        Local iteration ``j`` within the round.
+    z : Tensor, shape [B, *S], float32
+    y : Tensor, shape [B], int64
+    """
+
+    client_id: int
+    iteration: int
+    z: torch.Tensor
+    y: torch.Tensor
+
+    @property
+    def nbytes(self) -> int:
+        """Official size: ``4 * z.numel()`` (float32; labels not counted)."""
+        return 4 * self.z.numel()
+
+    @property
+    def label_nbytes(self) -> int:
+        """Size of the int64 labels: ``8 * B`` (counted under ``labels``)."""
+        return 8 * self.y.numel()
+
+
+@dataclass
+class ModelState:
+    """A model's ``state_dict`` in transit; ``nbytes`` = 4 x elements (official)."""
+
+    state: dict[str, torch.Tensor]
+
+    @property
+    def nbytes(self) -> int:
+        return _state_nbytes(self.state)
+
+
+@dataclass
+class AuxState(ModelState):
+    """An auxiliary model's ``state_dict`` in transit."""
+
+
+def _check_finite(z: torch.Tensor, client_id: int, round: int) -> None:
+    if not torch.isfinite(z).all():
+        raise FloatingPointError(
+            f"smashed data of client {client_id} in round {round} holds NaN or inf"
+        )
+
+
+class Client:
+    """One client: its data, client model, optimiser and auxiliary model.
+
+    Parameters
+    ----------
+    client_id : int
+    model : nn.Module
+        Client model ``x -> z`` (for FedAvg the whole model ``x -> log-probs``). Used as is.
+    x : Tensor, shape [n_i, *X], float32
+    y : Tensor, shape [n_i], int64
+    aux : GradScalarAux, optional
+        FSL-SAGE / CSE-FSL auxiliary model.
+    batch_size : int, default=128
+        Official default. The last batch of a round may be shorter.
+    lr : float, default=1e-3
+    weight_decay : float, default=1e-4
+        Adam hyper-parameters of the client (and of a CSE-FSL aux).
+    seed : int, default=200
+        Batch order of round ``t`` is a permutation drawn from ``seed``, ``client_id`` and ``t``
+        only, so any schedule sees the same batches.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad data (dtype, NaN, empty, length mismatch) or hyper-parameters.
+    """
+
+    def __init__(
+        self,
+        client_id: int,
+        model: nn.Module,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        aux: GradScalarAux | None = None,
+        batch_size: int = 128,
+        lr: float = 1e-3,
+        weight_decay: float = 1e-4,
+        seed: int = 200,
+    ):
+        check_scalar(client_id, "client_id", kind=int, low=0)
+        check_tensor(x, "x", dtype=(torch.float32, torch.float64))
+        check_labels(y, "y", x.shape[0], None)
+        check_scalar(batch_size, "batch_size", kind=int, low=1)
+        check_scalar(lr, "lr", low=0.0, inclusive="neither")
+        check_scalar(weight_decay, "weight_decay", low=0.0)
+        self.client_id, self.model, self.x, self.y, self.aux = client_id, model, x, y, aux
+        self.batch_size, self.seed = batch_size, seed
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        self.aux_optimizer = (
+            None
+            if aux is None
+            else torch.optim.Adam(aux.parameters(), lr=lr, weight_decay=weight_decay)
+        )
+
+    @property
+    def num_samples(self) -> int:
+        """``n_i``, the weight of this client in the F-server's average."""
+        return int(self.y.shape[0])
+
+    def batches(self, round: int) -> list[torch.Tensor]:
+        """Index batches of round ``round`` (one local epoch; the last may be short)."""
+        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + round * 10_007 + self.client_id)
+        order = torch.randperm(self.num_samples, generator=gen)
+        return list(order.split(self.batch_size))
+
+    def probe(self, round: int) -> SmashedBatch:
+        """Smashed data of iteration 0 of ``round``, computed without changing any state.
+
+        Used by the "round" schedule (and Flower's ``probe`` message) at alignment rounds.
+        """
+        idx = self.batches(round)[0]
+        with torch.no_grad():
+            z = self.model(self.x[idx])
+        _check_finite(z, self.client_id, round)
+        return SmashedBatch(self.client_id, 0, z.detach().clone(), self.y[idx].clone())
+
+    def local_round(
+        self,
+        round: int,
+        algorithm: str = "fsl_sage",
+        *,
+        server_update_interval: int = 5,
+        exchange: Callable[[SmashedBatch], torch.Tensor | None] | None = None,
+        skip_first: bool = False,
+    ) -> list[SmashedBatch]:
+        """One local epoch of ``algorithm``; returns the smashed batches meant for the S-server.
+
+        Parameters
+        ----------
+        round : int
+        algorithm : {"fsl_sage", "cse_fsl", "splitfed", "fedavg"}
+            ``fsl_sage``: ``z.backward(a_i's estimate / B)`` (spec step 4); ``cse_fsl``: the aux
+            classifier's local loss trains client and aux; ``splitfed``: ``exchange`` returns
+            the server's cut gradient every iteration; ``fedavg``: whole-model local training.
+        server_update_interval : int, default=5
+            q: iterations ``j % q == 0`` produce a :class:`SmashedBatch` (fsl_sage, cse_fsl).
+        exchange : callable, optional
+            Called with each batch as soon as it is produced (the "sequential" schedule); for
+            ``splitfed`` it must return ``dCE_mean/dz``.
+        skip_first : bool, default=False
+            Iteration 0's batch was already sent by :meth:`probe` (do not send it again).
+
+        Returns
+        -------
+        list of SmashedBatch
+            In iteration order (empty for splitfed and fedavg).
+
+        Raises
+        ------
+        FloatingPointError
+            If the smashed data holds NaN or inf (names client and round).
+        """
+        check_scalar(server_update_interval, "server_update_interval (q)", kind=int, low=1)
+        sent = []
+        self.model.train()
+        for j, idx in enumerate(self.batches(round)):
+            x, y = self.x[idx], self.y[idx]
+            self.optimizer.zero_grad(set_to_none=True)
+            z = self.model(x)
+            _check_finite(z, self.client_id, round)
+            if algorithm == "fedavg":
+                F.nll_loss(z, y).backward()
+            elif algorithm == "splitfed":
+                grad = exchange(SmashedBatch(self.client_id, j, z.detach().clone(), y.clone()))
+                z.backward(grad)
+            else:
+                if j % server_update_interval == 0 and not (skip_first and j == 0):
+                    batch = SmashedBatch(self.client_id, j, z.detach().clone(), y.clone())
+                    sent.append(batch)
+                    if exchange is not None:
+                        exchange(batch)
+                if algorithm == "fsl_sage":
+                    z.backward(self.aux.estimate(z.detach(), y) / y.shape[0])
+                elif algorithm == "cse_fsl":
+                    self.aux_optimizer.zero_grad(set_to_none=True)
+                    F.nll_loss(self.aux(z), y).backward()
+                    self.aux_optimizer.step()
+                else:
+                    raise ValueError(f"`algorithm` must be a known algorithm, got {algorithm!r}")
+            self.optimizer.step()
+        return sent
+
+
+class SServer:
+    """The S-server: server model, its optimiser and one alignment buffer per client.
+
+    Parameters
+    ----------
+    model : nn.Module
+        ``z -> log-probs``.
+    lr : float, default=1e-3
+    weight_decay : float, default=1e-4
+        Adam (official optimiser; wd from the research notes).
+    buffer_size : int, default=1000
+        M per client.
+    """
+
+    def __init__(
+        self, model: nn.Module, *, lr: float = 1e-3, weight_decay: float = 1e-4, buffer_size=1000
+    ):
+        check_scalar(lr, "lr", low=0.0, inclusive="neither")
+        check_scalar(weight_decay, "weight_decay", low=0.0)
+        check_scalar(buffer_size, "buffer_size (M)", kind=int, low=1)
+        self.model, self.buffer_size = model, buffer_size
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        self.buffers: dict[int, AlignmentBuffer] = {}
+
+    def _check(self, batch: SmashedBatch, round: int) -> None:
+        if not isinstance(batch, SmashedBatch):
+            raise TypeError(f"`batch` must be a SmashedBatch, got {type(batch).__name__}")
+        check_tensor(batch.z, "batch.z", dtype=(torch.float32, torch.float64), finite=False)
+        _check_finite(batch.z, batch.client_id, round)
+        check_smashed(batch.z, "batch.z", None)
+        check_labels(batch.y, "batch.y", batch.z.shape[0], None)
+
+    def step(self, batch: SmashedBatch, round: int) -> float:
+        """Lazy server update: one Adam step on ``mean CE(theta_s(z), y)``; buffer ``(z, y)``.
+
+        Returns
+        -------
+        float
+            The loss (nats).
+
+        Raises
+        ------
+        FloatingPointError
+            If ``batch.z`` holds NaN or inf (names client and round).
+        """
+        self._check(batch, round)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = F.nll_loss(self.model(batch.z), batch.y)
+        loss.backward()
+        self.optimizer.step()
+        buf = self.buffers.setdefault(batch.client_id, AlignmentBuffer(self.buffer_size))
+        buf.add(batch.z, batch.y)
+        return float(loss.detach())
+
+    def split_step(self, batch: SmashedBatch, round: int) -> torch.Tensor:
+        """SplitFed server step: returns ``dCE_mean/dz`` (``[B, *S]``) and steps the model."""
+        self._check(batch, round)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        z = batch.z.detach().requires_grad_(True)
+        F.nll_loss(self.model(z), batch.y).backward()
+        self.optimizer.step()
+        return z.grad.detach()
+
+    def align(
+        self,
+        client_id: int,
+        aux: GradScalarAux,
+        *,
+        epochs: int = 100,
+        batch_size: int = 1000,
+        lr: float = 1e-3,
+        official_scale: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> AlignStats:
+        """Align ``aux`` (in place) on client ``client_id``'s buffer; see :func:`align`."""
+        if client_id not in self.buffers:
+            raise ValueError(f"no smashed data buffered for `client_id` {client_id}")
+        return align(
+            aux,
+            self.buffers[client_id],
+            self.model,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            official_scale=official_scale,
+            generator=generator,
+        )
+
+
+class FServer:
+    """The F-server: weighted averaging of client states (FedAvg, weights ``n_i / n``)."""
+
+    @staticmethod
+    def aggregate(states: list[dict], weights: list[float]) -> dict[str, torch.Tensor]:
+        """``sum_i (w_i / sum w) state_i`` for floating entries; integer buffers
+        (``num_batches_tracked``) are taken from the first state.
+
+        Parameters
+        ----------
+        states : list of dict of str to Tensor
+            ``state_dict``s with equal keys and shapes.
+        weights : list of float
+            ``n_i``, non-negative with a positive sum.
+
+        Returns
+        -------
+        dict of str to Tensor
+
+        Raises
+        ------
+        ValueError
+            For an empty list, mismatched lengths or keys, or bad weights.
+        """
+        if not states:
+            raise ValueError("`states` must not be empty")
+        if len(weights) != len(states):
+            raise ValueError(f"`weights` has {len(weights)} entries for {len(states)} states")
+        w = torch.as_tensor(weights, dtype=torch.float64)
+        if not torch.isfinite(w).all() or (w < 0).any() or float(w.sum()) <= 0:
+            raise ValueError(f"`weights` must be finite, non-negative, positive sum; got {weights}")
+        w = w / w.sum()
+        keys = list(states[0])
+        if any(list(s) != keys for s in states):
+            raise ValueError("`states` must all have the same keys")
+        out = {}
+        for key in keys:
+            first = states[0][key]
+            if not first.is_floating_point():
+                out[key] = first.clone()
+                continue
+            acc = sum(wi * s[key].to(torch.float64) for wi, s in zip(w, states, strict=True))
+            out[key] = acc.to(first.dtype)
+        return out
+
+    @staticmethod
+    def average_modules(modules: list[nn.Module], weights: list[float]) -> None:
+        """Average ``modules`` in place (every one loads the weighted mean)."""
+        avg = FServer.aggregate([m.state_dict() for m in modules], weights)
+        for m in modules:
+            m.load_state_dict(copy.deepcopy(avg))

@@ -1,0 +1,115 @@
+"""Spec test 10 (split composition) and the model builders' shapes and errors."""
+
+import math
+
+import pytest
+import torch
+from fsl_sage import (
+    LinearGradScalarAux,
+    SplitSpec,
+    resnet18_split,
+    simple_conv_split,
+    split_sequential,
+)
+from torch import nn
+
+
+@pytest.mark.parametrize("cut", [1, 2, 4])
+def test_split_sequential_composes_to_full_model(cut):
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 3, 3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 5 * 5, 4), nn.LogSoftmax(dim=1)
+    )
+    client, server = split_sequential(model, cut)
+    x = torch.randn(6, 1, 7, 7)
+    torch.testing.assert_close(server(client(x)), model(x), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("model", "cut", "error", "match"),
+    [
+        (nn.Sequential(nn.Linear(2, 2), nn.ReLU()), 0, ValueError, "cut"),
+        (nn.Sequential(nn.Linear(2, 2), nn.ReLU()), 2, ValueError, "cut"),
+        (nn.Sequential(nn.Linear(2, 2), nn.ReLU()), -1, ValueError, "cut"),
+        (nn.Sequential(nn.Linear(2, 2), nn.ReLU()), 1.0, TypeError, "cut"),
+        (nn.Linear(2, 2), 1, TypeError, "model"),
+    ],
+)
+def test_split_sequential_rejects_bad_input(model, cut, error, match):
+    with pytest.raises(error, match=match):
+        split_sequential(model, cut)
+
+
+@pytest.mark.parametrize(
+    ("image_size", "widths", "cut_shape"), [(28, (16, 32), (32, 7, 7)), (32, (64, 64), (64, 8, 8))]
+)
+def test_simple_conv_split_shapes(image_size, widths, cut_shape):
+    split = simple_conv_split(3, 10, image_size, widths)
+    assert split.cut_shape == cut_shape
+    x = torch.randn(2, 3, image_size, image_size)
+    z = split.client(x)
+    assert tuple(z.shape[1:]) == cut_shape
+    out = split.server(z)
+    assert out.shape == (2, 10)
+    torch.testing.assert_close(out.exp().sum(1), torch.ones(2))
+    aux = split.aux_factory()
+    assert isinstance(aux, LinearGradScalarAux)
+    assert aux.linear.weight.shape == (10, math.prod(cut_shape))
+
+
+def test_simple_conv_server_init_is_normal_005():
+    torch.manual_seed(0)
+    w = simple_conv_split(widths=(16, 32)).server[1].weight.detach()
+    assert abs(float(w.std()) - 0.05) < 0.002
+    assert abs(float(w.mean())) < 0.002
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"in_channels": 0}, "in_channels"),
+        ({"num_classes": 1}, "num_classes"),
+        ({"image_size": 0}, "image_size"),
+        ({"widths": (16,)}, "widths"),
+        ({"widths": (16, 0)}, "widths"),
+    ],
+)
+def test_simple_conv_split_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        simple_conv_split(**kwargs)
+
+
+def test_aux_rejects_smashed_data_of_another_cut_shape():
+    split = simple_conv_split(widths=(16, 32))
+    aux = split.aux_factory()
+    z = torch.randn(2, 32, 6, 6)
+    with pytest.raises(ValueError, match=r"\(32, 6, 6\).*\(32, 7, 7\)"):
+        aux.estimate(z, torch.zeros(2, dtype=torch.int64))
+
+
+def test_split_spec_from_sequential_finds_cut_shape_and_composes():
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10), nn.LogSoftmax(dim=1)
+    )
+    x = torch.randn(5, 1, 8, 8)
+    split = SplitSpec.from_sequential(model, 3, x, 10)
+    assert split.cut_shape == (32,)
+    torch.testing.assert_close(split.server(split.client(x)), model(x), atol=0, rtol=0)
+    assert split.aux_factory().linear.weight.shape == (10, 32)
+    with pytest.raises(ValueError, match="num_classes"):
+        SplitSpec.from_sequential(model, 3, x, 1)
+
+
+def test_resnet18_split_needs_the_vision_extra_or_gives_the_documented_shapes():
+    try:
+        import torchvision  # noqa: F401 - optional [vision] extra, never in [test]
+    except ImportError:
+        with pytest.raises(ImportError, match=r"fsl-sage\[vision\]"):
+            resnet18_split(10)
+        return
+    split = resnet18_split(10)
+    assert split.cut_shape == (128, 4, 4)
+    z = split.client(torch.randn(2, 3, 32, 32))
+    assert split.server(z).shape == (2, 10)
+    assert split.aux_factory()(z).shape == (2, 10)

@@ -1,0 +1,151 @@
+"""Roles, messages and the byte meter: sizes and bad input."""
+
+import pytest
+import torch
+from fsl_sage import (
+    AuxState,
+    Client,
+    CommMeter,
+    FServer,
+    ModelState,
+    SmashedBatch,
+    SServer,
+    module_nbytes,
+)
+from torch import nn
+
+
+def test_message_sizes_are_official_fp32_counts():
+    batch = SmashedBatch(0, 0, torch.zeros(5, 3, 2, 2), torch.zeros(5, dtype=torch.int64))
+    assert batch.nbytes == 4 * 5 * 12
+    assert batch.label_nbytes == 8 * 5
+    lin = nn.Linear(7, 3)
+    assert ModelState(lin.state_dict()).nbytes == 4 * (7 * 3 + 3) == module_nbytes(lin)
+    bn = nn.BatchNorm1d(4)  # weight, bias, running mean/var (4 each) + num_batches_tracked
+    assert AuxState(bn.state_dict()).nbytes == 4 * 17 == module_nbytes(bn)
+
+
+def test_comm_meter_counts_by_kind_and_direction():
+    meter = CommMeter()
+    meter.add("smashed", "up", 100)
+    meter.add("gradients", "down", 100)
+    meter.add("labels", "up", 16)
+    meter.add("client_model", "up", 40)
+    assert meter.total() == 256
+    assert meter.official_total() == 240
+    assert meter.total(direction="up") == 156
+    assert CommMeter.from_dict(meter.as_dict()).as_dict() == meter.as_dict()
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (("pixels", "up", 1), ValueError, "kind"),
+        (("smashed", "sideways", 1), ValueError, "direction"),
+        (("smashed", "up", -1), ValueError, "nbytes"),
+        (("smashed", "up", 1.5), TypeError, "nbytes"),
+    ],
+)
+def test_comm_meter_rejects_bad_input(args, error, match):
+    with pytest.raises(error, match=match):
+        CommMeter().add(*args)
+
+
+def test_module_nbytes_rejects_non_module():
+    with pytest.raises(TypeError, match="module"):
+        module_nbytes({"w": torch.zeros(2)})
+
+
+def _client(**kwargs):
+    args = {
+        "client_id": 0,
+        "model": nn.Linear(3, 2),
+        "x": torch.randn(4, 3),
+        "y": torch.zeros(4, dtype=torch.int64),
+    }
+    args.update(kwargs)
+    return Client(**args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"client_id": -1}, ValueError, "client_id"),
+        ({"x": torch.randn(0, 3), "y": torch.zeros(0, dtype=torch.int64)}, ValueError, "`x`"),
+        ({"x": torch.full((4, 3), float("nan"))}, ValueError, "`x`"),
+        ({"x": torch.zeros(4, 3, dtype=torch.int64)}, TypeError, "`x`"),
+        ({"y": torch.zeros(5, dtype=torch.int64)}, ValueError, "`y`"),
+        ({"y": torch.zeros(4)}, TypeError, "`y`"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"lr": 0.0}, ValueError, "lr"),
+        ({"weight_decay": -1.0}, ValueError, "weight_decay"),
+    ],
+)
+def test_client_rejects_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        _client(**kwargs)
+
+
+def test_client_local_round_rejects_unknown_algorithm_and_bad_q():
+    client = _client()
+    with pytest.raises(ValueError, match="algorithm"):
+        client.local_round(0, "sgd")
+    with pytest.raises(ValueError, match="q"):
+        client.local_round(0, "cse_fsl", server_update_interval=0)
+
+
+def test_client_batches_cover_the_data_once_per_round():
+    client = _client(x=torch.randn(37, 3), y=torch.zeros(37, dtype=torch.int64), batch_size=8)
+    batches = client.batches(4)
+    assert [len(b) for b in batches] == [8, 8, 8, 8, 5]
+    assert sorted(torch.cat(batches).tolist()) == list(range(37))
+    assert all(torch.equal(a, b) for a, b in zip(batches, client.batches(4), strict=True))
+
+
+@pytest.mark.parametrize(
+    ("batch", "error", "match"),
+    [
+        ("not a batch", TypeError, "batch"),
+        (SmashedBatch(0, 0, torch.zeros(3, 4), torch.zeros(2, dtype=torch.int64)), ValueError, "y"),
+        (SmashedBatch(0, 0, torch.zeros(3, 4), torch.zeros(3)), TypeError, "y"),
+        (SmashedBatch(0, 0, torch.zeros(0, 4), torch.zeros(0, dtype=torch.int64)), ValueError, "z"),
+        (SmashedBatch(3, 0, torch.full((3, 4), float("inf")), torch.zeros(3, dtype=torch.int64)),
+         FloatingPointError, "client 3 in round 9"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("method", ["step", "split_step"])
+def test_sserver_rejects_bad_batches(batch, error, match, method):
+    server = SServer(nn.Sequential(nn.Linear(4, 2), nn.LogSoftmax(dim=1)))
+    with pytest.raises(error, match=match):
+        getattr(server, method)(batch, 9)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"lr": -1.0}, "lr"), ({"weight_decay": -1.0}, "weight_decay"), ({"buffer_size": 0}, "M")],
+)
+def test_sserver_rejects_bad_hyper_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SServer(nn.Linear(2, 2), **kwargs)
+
+
+def test_sserver_align_needs_buffered_data():
+    server = SServer(nn.Sequential(nn.Linear(4, 2), nn.LogSoftmax(dim=1)))
+    with pytest.raises(ValueError, match="client_id"):
+        server.align(0, None)
+
+
+@pytest.mark.parametrize(
+    ("states", "weights", "match"),
+    [
+        ([], [], "states"),
+        ([{"w": torch.zeros(2)}], [1.0, 2.0], "weights"),
+        ([{"w": torch.zeros(2)}, {"v": torch.zeros(2)}], [1.0, 1.0], "keys"),
+        ([{"w": torch.zeros(2)}], [-1.0], "weights"),
+        ([{"w": torch.zeros(2)}], [float("nan")], "weights"),
+        ([{"w": torch.zeros(2)}], [0.0], "weights"),
+    ],
+)
+def test_fserver_rejects_bad_input(states, weights, match):
+    with pytest.raises(ValueError, match=match):
+        FServer.aggregate(states, weights)
