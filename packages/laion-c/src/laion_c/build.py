@@ -1,0 +1,211 @@
+"""Write a LAION-C-style corrupted copy of an image folder, in parallel and resumably.
+
+Every source image ``SRC/<rel>/<stem>.<ext>`` becomes, for each distortion and level,
+``OUT/<distortion>/intensity_level_<k>/<rel>/<stem>_<distortion>_<k>.JPEG`` (the official
+layout and naming, without the official ``name[:-4]`` dot bug), saved as JPEG with quality 100 and
+no chroma subsampling (``apply_distortions.py``), after the full official pipeline
+(:func:`laion_c.functional.corrupt`).
+
+Determinism: each (image, distortion, level) draws from its own
+``SeedSequence([seed, crc32(rel path), distortion index, level])``, so the bytes do not depend on
+the number of workers, the order, interruptions or the sharding (``shard=(i, n)`` takes
+``sorted(paths)[i::n]``). Files are written to a temporary name and renamed (atomic), so an
+existing output is always complete and a rerun only writes what is missing. ``OUT/manifest.json``
+records the parameters; rerunning with other parameters raises unless ``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import numbers
+import os
+import zlib
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from icml25_core import check_scalar, progress
+
+from ._version import __version__
+from .functional import corrupt
+from .params import DISTORTIONS, LEVELS, check_level, resolve
+from .tiles import image_files, select_tiles, tile_sizes_needed
+
+MANIFEST = "manifest.json"
+_TILES = {}
+
+
+def output_path(out: Path, rel: Path, name: str, level: int) -> Path:
+    """``OUT/<name>/intensity_level_<k>/<rel parent>/<stem>_<name>_<k>.JPEG``."""
+    return out / name / f"intensity_level_{level}" / rel.parent / f"{rel.stem}_{name}_{level}.JPEG"
+
+
+def image_seed(seed: int, rel: Path, name: str, level: int) -> np.random.SeedSequence:
+    """``SeedSequence([seed, crc32(rel path as posix), distortion index, level])``."""
+    crc = zlib.crc32(rel.as_posix().encode("utf-8"))
+    return np.random.SeedSequence([seed, crc, DISTORTIONS.index(name), level])
+
+
+def _init_worker(tiles):
+    _TILES.clear()
+    _TILES.update(tiles)
+
+
+def _process(src: Path, out: Path, rel: Path, cells, seed: int) -> int:
+    """Write the missing outputs of one source image; returns how many were written."""
+    todo = [(n, k) for n, k in cells if not output_path(out, rel, n, k).exists()]
+    if not todo:
+        return 0
+    with Image.open(src / rel) as image:
+        image = image.convert("RGB")
+    for name, level in todo:
+        rng = np.random.default_rng(image_seed(seed, rel, name, level))
+        result = corrupt(image, name, level, rng=rng, tiles=_TILES or None)
+        target = output_path(out, rel, name, level)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        result.save(tmp, format="JPEG", quality=100, subsampling=0)
+        os.replace(tmp, target)
+    return len(todo)
+
+
+def _tiles_digest(tiles) -> dict:
+    return {
+        str(t): hashlib.sha256(lib.tiles.tobytes()).hexdigest()[:16] for t, lib in tiles.items()
+    }
+
+
+def _check_manifest(out: Path, config: dict, overwrite: bool) -> None:
+    path = out / MANIFEST
+    if path.exists():
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if previous != config:
+            if not overwrite:
+                raise RuntimeError(
+                    f"{out} was built with other parameters ({previous}); pass overwrite=True "
+                    "(CLI: --overwrite) to delete its outputs and rebuild, or choose another OUT"
+                )
+            for name in previous.get("distortions", []):
+                _remove_tree(out / name)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{MANIFEST}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(config, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _remove_tree(folder: Path) -> None:
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    folder.rmdir()
+
+
+def _parse_shard(shard) -> tuple[int, int]:
+    try:
+        index, count = (int(v) for v in shard)
+    except (TypeError, ValueError):
+        raise ValueError(f"`shard` must be a pair (i, n) with 0 <= i < n, got {shard!r}") from None
+    if not 0 <= index < count:
+        raise ValueError(f"`shard` must be a pair (i, n) with 0 <= i < n, got {shard!r}")
+    return index, count
+
+
+def build_dataset(
+    src,
+    out,
+    *,
+    tiles=None,
+    distortions=DISTORTIONS,
+    levels=LEVELS,
+    seed: int = 0,
+    workers: int = 1,
+    shard=(0, 1),
+    overwrite: bool = False,
+) -> dict:
+    """Corrupt every image under `src` at every (distortion, level) into `out`.
+
+    Parameters
+    ----------
+    src : str or Path
+        Folder of source images (searched recursively; sub-folders are mirrored).
+    out : str or Path
+        Output root (created).
+    tiles : TileLibrary or dict of int to TileLibrary
+        Required when mosaic or stickers is built (t x t tiles per mosaic level, 16 x 16).
+    distortions : sequence of str, default all six
+    levels : sequence of int, default 1..5
+    seed : int, default=0
+    workers : int, default=1
+        Processes (``ProcessPoolExecutor``); 1 runs in this process.
+    shard : (i, n), default (0, 1)
+        Build only ``sorted(paths)[i::n]`` (Slurm array task i of n).
+    overwrite : bool, default=False
+        Rebuild when `out` holds a build with other parameters.
+
+    Returns
+    -------
+    dict
+        ``{"images": sources in this shard, "written": files written, "skipped": files that
+        already existed}``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If `src` is not a folder.
+    ValueError
+        No image in `src`, unknown distortion, bad level, workers < 1, bad shard, negative seed.
+    TypeError
+        If mosaic or stickers is requested without `tiles`.
+    RuntimeError
+        If `out` was built with other parameters and `overwrite` is False.
+    """
+    src, out = Path(src), Path(out)
+    names = list(
+        dict.fromkeys(
+            resolve(n) for n in ([distortions] if isinstance(distortions, str) else distortions)
+        )
+    )
+    levels = sorted(
+        {
+            check_level(k, "levels")
+            for k in ([levels] if isinstance(levels, numbers.Integral) else levels)
+        }
+    )
+    if not names or not levels:
+        raise ValueError("`distortions` and `levels` must not be empty")
+    seed = int(check_scalar(seed, "seed", kind=int, low=0))
+    workers = int(check_scalar(workers, "workers", kind=int, low=1))
+    index, count = _parse_shard(shard)
+    needed = {t: select_tiles(tiles, t) for t in tile_sizes_needed(names, levels)}
+    paths = image_files(src, "src")
+    rels = [p.relative_to(src) for p in paths][index::count]
+    config = {
+        "laion-c": __version__,
+        "distortions": names,
+        "levels": levels,
+        "seed": seed,
+        "tiles": _tiles_digest(needed),
+        "jpeg": {"quality": 100, "subsampling": 0},
+    }
+    _check_manifest(out, config, overwrite)
+    cells = [(n, k) for n in names for k in levels]
+    total = len(rels) * len(cells)
+    written = 0
+    bar = progress(total=len(rels), desc="build", unit="img")
+    if workers == 1:
+        _init_worker(needed)
+        for rel in rels:
+            written += _process(src, out, rel, cells, seed)
+            bar.update()
+    else:
+        with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(needed,)) as pool:
+            jobs = [pool.submit(_process, src, out, rel, cells, seed) for rel in rels]
+            for job in jobs:
+                written += job.result()
+                bar.update()
+    bar.close()
+    return {"images": len(rels), "written": written, "skipped": total - written}

@@ -1,0 +1,199 @@
+"""Console script ``laion-c``: corrupt images, build tile libraries and data sets, evaluate a
+model on a LAION-C folder, and reproduce the paper's headline claim.
+
+    laion-c distort photo.jpg out.jpg --distortion mosaic --level 3 --tiles tiles.npz
+    laion-c tiles my_photos/ tiles.npz --crops-per-image 500
+    laion-c build my_images/ laionc_out/ --tiles tiles.npz --workers 4 --shard 0/8
+    laion-c eval laionc_out/ --model efficientnet-lite0 --normalize imagenet --csv acc.csv
+    laion-c reproduce [--out reports] [--full] [--root LAION-C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._version import __version__
+from .params import ALIASES, DISTORTIONS, LEVELS
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard must look like i/n, got {text!r}") from None
+    if not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"--shard i/n needs 0 <= i < n, got {text!r}")
+    return index, count
+
+
+def _normalize(text: str):
+    if text == "imagenet":
+        return "imagenet"
+    if text == "none":
+        return None
+    try:
+        mean, std = ([float(v) for v in part.split(",")] for part in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "--normalize must be imagenet, none or m1,m2,m3:s1,s2,s3"
+        ) from None
+    return mean, std
+
+
+def _names(parser):
+    parser.add_argument(
+        "--distortions", nargs="+", default=list(DISTORTIONS), metavar="NAME",
+        choices=[*DISTORTIONS, *ALIASES], help="distortions (default: all six)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--levels", nargs="+", type=int, default=list(LEVELS), choices=LEVELS, metavar="K",
+        help="levels 1..5 (default: all)",
+    )  # fmt: skip
+
+
+def _init_distributed(device: str) -> int:
+    """Join the process group when started by ``torchrun`` (``WORLD_SIZE`` > 1); the rank."""
+    import os
+
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if str(device).startswith("cuda") else "gloo")
+    return dist.get_rank()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``laion-c`` console script."""
+    parser = argparse.ArgumentParser(
+        prog="laion-c", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    distort = commands.add_parser("distort", help="corrupt one image (official pipeline)")
+    distort.add_argument("image", help="input image file")
+    distort.add_argument("output", help="output file (format from the suffix)")
+    distort.add_argument("--distortion", required=True, choices=[*DISTORTIONS, *ALIASES])
+    distort.add_argument("--level", required=True, type=int, choices=LEVELS)
+    distort.add_argument("--tiles", help="tile file from `laion-c tiles` (mosaic, stickers)")
+    distort.add_argument("--seed", type=int, default=0, help="seed of the random distortions")
+
+    tiles = commands.add_parser("tiles", help="build tile libraries from a folder of photos")
+    tiles.add_argument("src", help="folder of photos (recursive)")
+    tiles.add_argument("output", help="output .npz")
+    tiles.add_argument("--sizes", type=int, nargs="+", default=[4, 6, 8, 16, 28])
+    tiles.add_argument("--crops-per-image", type=int, default=0)
+    tiles.add_argument("--seed", type=int, default=0)
+
+    build = commands.add_parser("build", help="write a corrupted copy of an image folder")
+    build.add_argument("src", help="folder of source images (sub-folders are mirrored)")
+    build.add_argument("out", help="output root")
+    build.add_argument("--tiles", help="tile file from `laion-c tiles` (mosaic, stickers)")
+    build.add_argument("--workers", type=int, default=1)
+    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--shard", type=_shard, default=(0, 1), help="i/n: this task's share")
+    build.add_argument("--overwrite", action="store_true", help="rebuild with new parameters")
+    _names(build)
+
+    evaluate = commands.add_parser("eval", help="score a model on a LAION-C folder")
+    evaluate.add_argument("root", help="<root>/<distortion>/intensity_level_<k>/<superclass>/*")
+    evaluate.add_argument(
+        "--model", default="efficientnet-lite0", help="efficientnet-lite0 or module:factory"
+    )
+    evaluate.add_argument(
+        "--normalize", required=True, type=_normalize,
+        help="imagenet, none (official: raw [0, 1]) or m1,m2,m3:s1,s2,s3",
+    )  # fmt: skip
+    evaluate.add_argument("--batch-size", type=int, default=32)
+    evaluate.add_argument("--num-workers", type=int, default=0)
+    evaluate.add_argument("--device", default="cpu")
+    evaluate.add_argument("--csv", help="write the official CSV here")
+    _names(evaluate)
+
+    reproduce = commands.add_parser(
+        "reproduce",
+        help="measure the paper's headline claim on real input and write the report",
+        description="Measure the paper's headline claim on real input; write the report "
+        "as <out>/laion-c.md and .json.",
+    )
+    reproduce.add_argument(
+        "--out", default="reports", help="directory of the report (default: reports)"
+    )
+    reproduce.add_argument(
+        "--full", action="store_true", help="10 seeds for the random distortions instead of 3"
+    )
+    reproduce.add_argument("--root", help="score a real LAION-C folder (Zenodo 14051887)")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the console script; returns the exit status (1 with a one-line message on bad input)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except (ValueError, TypeError, RuntimeError, FileNotFoundError, ImportError) as error:
+        print(f"laion-c {args.command}: error: {error}", file=sys.stderr)
+        return 1
+
+
+def _run(args) -> int:
+    if args.command == "distort":
+        from PIL import Image
+
+        from .functional import corrupt
+        from .tiles import load_tiles
+
+        tiles = load_tiles(args.tiles) if args.tiles else None
+        with Image.open(args.image) as image:
+            out = corrupt(image, args.distortion, args.level, rng=args.seed, tiles=tiles)
+        out.save(args.output)
+        print(f"wrote {args.output}")
+    elif args.command == "tiles":
+        from .tiles import TileLibrary, save_tiles
+
+        libraries = {
+            t: TileLibrary.from_folder(
+                args.src, t, crops_per_image=args.crops_per_image, rng=args.seed
+            )
+            for t in args.sizes
+        }
+        path = save_tiles(libraries, args.output)
+        print(f"wrote {path}: {len(libraries[args.sizes[0]])} tiles per size {args.sizes}")
+    elif args.command == "build":
+        from .build import build_dataset
+        from .tiles import load_tiles
+
+        stats = build_dataset(
+            args.src, args.out, tiles=load_tiles(args.tiles) if args.tiles else None,
+            distortions=args.distortions, levels=args.levels, seed=args.seed,
+            workers=args.workers, shard=args.shard, overwrite=args.overwrite,
+        )  # fmt: skip
+        print(f"{stats['images']} images: {stats['written']} written, {stats['skipped']} kept")
+    elif args.command == "eval":
+        from .evaluate import evaluate
+        from .models import load_model
+
+        rank = _init_distributed(args.device)
+        results = evaluate(
+            load_model(args.model), args.root, normalize=args.normalize,
+            distortions=args.distortions, levels=args.levels, batch_size=args.batch_size,
+            num_workers=args.num_workers, device=args.device, model_name=args.model,
+        )  # fmt: skip
+        if rank == 0:
+            print(results.to_markdown())
+            if args.csv:
+                results.to_csv(args.csv)
+                print(f"wrote {args.csv}")
+    elif args.command == "reproduce":
+        from . import reproduce  # imported here so that `--help` stays fast
+
+        markdown, _ = reproduce.main(args.out, full=args.full, root=args.root)
+        print(f"wrote {markdown} (and .json)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""The console script: help, distort, tiles, build and eval on real photos."""
+
+import numpy as np
+import pytest
+from laion_c import __version__, load_tiles
+from laion_c.cli import main
+from PIL import Image
+
+
+def test_help_lists_commands(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("distort", "tiles", "build", "eval", "reproduce"):
+        assert command in out
+
+
+def test_reproduce_help_lists_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reproduce", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--out" in out
+    assert "--full" in out
+    assert "--root" in out
+
+
+def test_version_is_printed(capsys):
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert __version__ in capsys.readouterr().out
+
+
+def test_library_errors_print_one_line_and_exit_1(tmp_path, capsys):
+    argv = ["build", str(tmp_path / "missing"), str(tmp_path / "out"), "--distortions", "glitched"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("laion-c build: error:")
+    assert "missing" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [["build", "a", "b", "--shard", "3/2"], ["eval", "r"]])
+def test_bad_arguments_exit_with_usage(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+
+
+def test_tiles_distort_build_eval(photos, tmp_path, capsys):
+    src = tmp_path / "photos"
+    (src / "cat").mkdir(parents=True)
+    Image.fromarray(photos[0]).save(src / "cat" / "chelsea.png")
+    Image.fromarray(photos[1]).save(src / "astronaut.png")
+    assert main(["tiles", str(src), str(tmp_path / "t.npz"), "--crops-per-image", "5"]) == 0
+    tiles = load_tiles(tmp_path / "t.npz")
+    assert sorted(tiles) == [4, 6, 8, 16, 28]
+    assert len(tiles[16]) == 12
+
+    out = tmp_path / "x.png"
+    args = ["distort", str(src / "cat" / "chelsea.png"), str(out), "--distortion", "mosaic"]
+    assert main([*args, "--level", "2", "--tiles", str(tmp_path / "t.npz")]) == 0
+    assert Image.open(out).size == (224, 224)
+
+    data = tmp_path / "data"
+    only_cat = tmp_path / "only_cat"
+    (only_cat / "cat").mkdir(parents=True)
+    Image.fromarray(photos[0]).save(only_cat / "cat" / "chelsea.png")
+    argv = ["build", str(only_cat), str(data), "--distortions", "glitched", "--levels", "1"]
+    assert main([*argv, "--seed", "1"]) == 0
+    assert "1 written" in capsys.readouterr().out
+
+    csv = tmp_path / "acc.csv"
+    argv = ["eval", str(data), "--normalize", "imagenet", "--distortions", "glitched"]
+    assert main([*argv, "--levels", "1", "--csv", str(csv)]) == 0
+    text = csv.read_text().splitlines()
+    assert text[0] == "model,augmentation,intensity_level,accuracy"
+    assert text[1].startswith("efficientnet-lite0,glitched,1,")
+    assert np.isfinite(float(text[1].split(",")[-1]))
