@@ -125,6 +125,14 @@ def test_derive_rejects_bad_params():
         CommitmentKey.derive({"dim": 3})
 
 
+def test_derive_rejects_a_file_as_cache_dir(params, tmp_path):
+    # trial finding F13: used to raise FileExistsError from pathlib
+    path = tmp_path / "file"
+    path.write_text("x")
+    with pytest.raises(ValueError, match="cache_dir"):
+        CommitmentKey.derive(params, cache_dir=path)
+
+
 @pytest.mark.parametrize(
     "data",
     [

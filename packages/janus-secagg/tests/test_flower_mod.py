@@ -93,15 +93,20 @@ def test_mod_rebuilds_model_from_verified_aggregate_and_refuses_tampered(server_
         A.register(ClientPublicKey.from_bytes(reply.content["janus"]["janus.client-pub"]))
         A.receive(to_a)
     b = Remote("127.0.0.1", port)
-    b.aggregate(A.participants(b.received()))
+    b.aggregate(A.participants(b.bindings()))
     agg_a = A.aggregate(1)
     seen = []
     mod(_message({"server-round": 2, "janus.agg-a": agg_a.to_bytes()}), _context(), _trainer(seen))
     assert np.abs(seen[0] - 0.5).max() <= 2.0**-17  # rebuilt from the aggregate, not A's arrays
+    # trial finding F1: A replays round 1's (validly signed) aggregate in round 3
+    with pytest.raises(VerificationError, match="stale"):
+        mod(
+            _message({"server-round": 3, "janus.agg-a": agg_a.to_bytes()}), _context(), _trainer([])
+        )
     vector = agg_a.vector.copy()
     vector[0] += np.uint64(1)
     unsigned = dataclasses.replace(agg_a, vector=vector, signature=b"")
-    forged = dataclasses.replace(unsigned, signature=ka.sign(unsigned.payload(p.domain)))
+    forged = dataclasses.replace(unsigned, signature=ka.sign(unsigned.payload(p.context)))
     with pytest.raises(VerificationError):
         mod(
             _message({"server-round": 2, "janus.agg-a": forged.to_bytes()}),
@@ -116,7 +121,8 @@ def test_mod_rebuilds_model_from_verified_aggregate_and_refuses_tampered(server_
     [
         ({"a_pub": "key"}, TypeError, "a_pub"),
         ({"b_pub": 3}, TypeError, "b_pub"),
-        ({"b_port": "x"}, ValueError, "invalid literal"),
+        ({"b_port": "x"}, ValueError, "b_port"),
+        ({"b_port": 70000}, ValueError, "b_port"),
     ],
 )
 def test_make_janus_mod_rejects_bad_input(kwargs, error, match):

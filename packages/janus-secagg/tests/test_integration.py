@@ -2,6 +2,8 @@
 3 rounds, one dropout, exact result; then a fault-injecting A: every client refuses.
 Each server runs in its own process group, ended by group id with bounded time-outs."""
 
+import socket
+
 import numpy as np
 import pytest
 from janus_secagg import (
@@ -98,3 +100,43 @@ def test_two_server_processes_exact_with_dropout_then_faulty_a_detected(network)
     for client in clients:
         with pytest.raises(VerificationError):
             client.verify(agg_a, agg_b)
+
+
+def test_servers_answer_malformed_requests_and_keep_serving(network):
+    # trial findings F5, F14, F15 over TCP: an empty frame used to crash the handler with a
+    # traceback; a retried client's inconsistent pair is left out of U by A, not fatal
+    a, b = network(["-m", "janus_secagg", "serve-a"])
+    with socket.create_connection((a.host, a.port), timeout=10) as sock:
+        sock.sendall(b"\x00\x00\x00\x00")
+        reply = sock.recv(1000)
+    assert reply[4] == 3
+    assert b"empty request" in reply
+    with pytest.raises(TypeError, match="msg"):
+        a.submit(None)
+    params = JanusParams(dim=DIM)
+    ck = CommitmentKey.derive(params)
+    clients = _clients(a, b, params, ck, 4)
+    us = np.random.default_rng(3).uniform(-1, 1, (4, DIM))
+    for i, client in enumerate(clients):
+        to_a, to_b = client.prepare(us[i], 1, 1)
+        a.submit(to_a)
+        if i == 0:
+            to_b = client.prepare(us[i], 1, 1)[1]  # a retry reaches B only
+        b.submit(to_b)
+    assert a.close_round(1).count == 3
+    agg_a, agg_b = a.fetch(1, AggA), b.fetch(1, AggB)
+    assert np.abs(clients[1].finalize(agg_a, agg_b) - us[1:].mean(0)).max() <= 2.0**-17
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"host": "127.0.0.1", "port": 70000}, ValueError, "port"),
+        ({"host": "127.0.0.1", "port": "1"}, TypeError, "port"),
+        ({"host": None, "port": 1}, TypeError, "host"),
+        ({"host": "127.0.0.1", "port": 1, "timeout": 0}, ValueError, "timeout"),
+    ],
+)
+def test_remote_rejects_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        Remote(**kwargs)

@@ -37,6 +37,11 @@ def test_client_id_is_derived_from_key():
         (lambda tmp: ClientKeys("seed"), TypeError, "signing"),
         (lambda tmp: ServerKeys(b"seed"), TypeError, "signing"),
         (lambda tmp: ServerKeys.load(_write(tmp, "00ff")), ValueError, "path"),
+        # trial finding F12: every unreadable key file names `path`
+        (lambda tmp: ServerKeys.load(_write(tmp, "zz" * 32)), ValueError, "path.*hex"),
+        (lambda tmp: ServerKeys.load(_write_bytes(tmp, b"\xff\xfe")), ValueError, "path.*hex"),
+        (lambda tmp: ServerKeys.load(tmp / "missing.key"), ValueError, "path.*cannot read"),
+        (lambda tmp: ServerKeys.load(tmp), ValueError, "path.*cannot read"),
     ],
 )
 def test_keys_reject_bad_input(tmp_path, call, error, match):
@@ -48,3 +53,20 @@ def _write(folder, text):
     path = folder / "bad.key"
     path.write_text(text)
     return path
+
+
+def _write_bytes(folder, data):
+    path = folder / "bad.key"
+    path.write_bytes(data)
+    return path
+
+
+def test_saved_key_file_is_private(tmp_path):
+    # trial finding F6: the private key file used to be world-readable (0644)
+    path = tmp_path / "a.key"
+    path.write_text("old")
+    path.chmod(0o644)
+    ServerKeys.generate().save(path)
+    assert path.stat().st_mode & 0o777 == 0o600
+    ServerKeys.generate(box=True).save(tmp_path / "b.key")
+    assert (tmp_path / "b.key").stat().st_mode & 0o777 == 0o600

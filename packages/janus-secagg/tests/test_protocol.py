@@ -2,6 +2,7 @@
 10 (join/leave), 11 (message sizes), and the client/server bad-input tests."""
 
 import dataclasses
+import hashlib
 import itertools
 
 import numpy as np
@@ -16,6 +17,9 @@ from janus_secagg import (
     ServerB,
     VerificationError,
 )
+from janus_secagg.messages import y_digest
+from janus_secagg.params import GROUP_ORDER
+from janus_secagg.prg import mask
 from janus_secagg.testing import FAULTS_A, FAULTS_B, FaultyServerA, FaultyServerB, random_codes
 
 
@@ -31,6 +35,7 @@ def test_exact_sum_over_any_subset_n50(federation, params):
         assert np.array_equal(fed.clients[0].verify(agg_a, agg_b).astype(np.int64), X)
 
 
+@pytest.mark.filterwarnings("ignore:.*are clipped")
 def test_finalize_gives_weighted_mean(federation, params):
     rng = np.random.default_rng(4)
     fed = federation(5)
@@ -70,7 +75,7 @@ def test_coordinate_shift_by_minus_one_detected(federation, params):
     for agg in (agg_a, agg_b):
         vector = agg.vector.copy()
         vector[params.dim // 2] -= np.uint64(1)
-        payload = dataclasses.replace(agg, vector=vector, signature=b"").payload(params.domain)
+        payload = dataclasses.replace(agg, vector=vector, signature=b"").payload(params.context)
         keys = fed.ka if agg is agg_a else fed.kb
         forged = dataclasses.replace(agg, vector=vector, signature=keys.sign(payload))
         pair = (forged, agg_b) if agg is agg_a else (agg_a, forged)
@@ -88,7 +93,7 @@ def test_unsigned_or_mis_signed_client_message_refused(federation, params):
             server.receive(dataclasses.replace(msg, signature=b""))
         with pytest.raises(ProtocolError, match="signature"):
             server.receive(
-                dataclasses.replace(msg, signature=other.sign(msg.payload(params.domain)))
+                dataclasses.replace(msg, signature=other.sign(msg.payload(params.context)))
             )
     y = to_a.y.copy()
     y[0] += np.uint64(1)
@@ -126,11 +131,26 @@ def test_too_few_participants_refused_by_b_and_clients(federation, params):
     xs = random_codes(params, np.random.default_rng(8), 4)
     with pytest.raises(ProtocolError, match="min_clients"):
         fed.run_round(1, xs, to_a=[0, 1, 2], to_b=[1, 2, 3])  # |U| = 2 < t = 3
-    # servers configured with t = 2 (or colluding) publish |U| = 2: clients refuse
+    # servers configured with t = 2 reject the clients' messages (their signatures cover t)
     lax = JanusParams(dim=params.dim, min_clients=2)
+    fed = federation(4, lambda p, ka, kb: (ServerA(lax, ka), ServerB(lax, kb, ka.public)))
+    with pytest.raises(ProtocolError, match="JanusParams differ"):
+        fed.run_round(1, xs, to_a=[0, 1, 2], to_b=[1, 2, 3])
+
+    # colluding servers that skip the |U| >= t check publish |U| = 2: clients refuse
+    class _IgnoreT:
+        min_clients = 2
+
+        def __init__(self, p):
+            self._p = p
+
+        def __getattr__(self, name):
+            return getattr(self._p, name)
 
     def servers(p, ka, kb):
-        return ServerA(lax, ka), ServerB(lax, kb, ka.public)
+        a, b = ServerA(p, ka), ServerB(p, kb, ka.public)
+        a.params, b.params = _IgnoreT(p), _IgnoreT(p)
+        return a, b
 
     fed = federation(4, servers)
     agg_a, agg_b, _ = fed.run_round(1, xs, to_a=[0, 1, 2], to_b=[1, 2, 3])
@@ -212,11 +232,155 @@ def test_message_sizes_constant_in_n(federation, ck, dim):
         (lambda c: c.prepare([0.0] * 16, 0, 1), ValueError, "weight"),
         (lambda c: c.prepare([0.0] * 16, 1, -1), ValueError, "round_id"),
         (lambda c: c.finalize("a", "b"), TypeError, "agg_a"),
+        (lambda c: c.prepare(np.zeros(16), 1, 1.0), TypeError, "round_id"),
+        (
+            lambda c: c.prepare(np.ma.array(np.zeros(16), mask=[1] + [0] * 15), 1, 1),
+            ValueError,
+            "`u`",
+        ),
+        (lambda c: c.seal(np.zeros(17, np.int64), bytes(32), -1, 0, 0), ValueError, "round_id"),
+        (
+            lambda c: c.seal(np.zeros(17, np.int64), bytes(32), 1, GROUP_ORDER, 0),
+            ValueError,
+            "rho_a",
+        ),
     ],
 )
 def test_client_rejects_bad_input(federation, call, error, match):
     with pytest.raises(error, match=match):
         call(federation(1).clients[0])
+
+
+def _one_message(fed, params):
+    return fed.clients[0].seal(np.zeros(params.length, np.int64), bytes(32), 1, 5, 7)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda fed, m: fed.A.participants(None), TypeError, "u_b"),
+        (lambda fed, m: fed.A.participants("abc"), TypeError, "u_b"),
+        (lambda fed, m: fed.A.participants([-1]), ValueError, "u_b"),
+        (lambda fed, m: fed.A.participants(["7"]), ValueError, "u_b"),
+        (lambda fed, m: fed.A.participants([True]), ValueError, "u_b"),
+        (lambda fed, m: ServerA(fed.params, fed.A.keys, round_id=-1), ValueError, "round_id"),
+        (lambda fed, m: ServerA(fed.params, fed.A.keys, round_id=1.5), TypeError, "round_id"),
+        (lambda fed, m: fed.A.receive(dataclasses.replace(m[0], rho_a=-1)), ProtocolError, "rho_a"),
+        (
+            lambda fed, m: fed.A.receive(dataclasses.replace(m[0], rho_a=GROUP_ORDER)),
+            ProtocolError,
+            "rho_a",
+        ),
+        # ρ^A is covered by the signature (SHA-256(ρ^A ‖ y)): a changed ρ^A is caught at A
+        (
+            lambda fed, m: fed.A.receive(dataclasses.replace(m[0], rho_a=6)),
+            ProtocolError,
+            "signature",
+        ),
+    ],
+)
+def test_servers_reject_bad_input(federation, params, call, error, match):
+    fed = federation(3)
+    with pytest.raises(error, match=match):
+        call(fed, _one_message(fed, params))
+
+
+def test_stale_aggregate_is_rejected(federation, params):
+    # trial finding F1: a validly signed aggregate of an earlier round is a replay
+    fed = federation(3)
+    xs = random_codes(params, np.random.default_rng(21), 3)
+    old = fed.run_round(1, xs)[:2]
+    new = fed.run_round(2, xs)[:2]
+    client = fed.clients[0]  # prepared round 2
+    assert np.array_equal(client.verify(*new).astype(np.int64), xs.sum(0))
+    with pytest.raises(VerificationError, match=r"round 1.*stale"):
+        client.verify(*old)
+    with pytest.raises(VerificationError, match="stale"):
+        client.finalize(*new, round_id=3)
+    client.verify(*old, round_id=1)  # explicitly asked for round 1
+    bystander = JanusClient(params, ClientKeys.generate(), fed.A.public, fed.B.public, fed.ck)
+    with pytest.raises(ValueError, match="round_id"):
+        bystander.finalize(*new)
+    bystander.finalize(*new, round_id=2)
+
+
+def test_parameter_mismatch_is_rejected_not_decoded(federation, params):
+    # trial finding F2: a client with another clip used to yield a verified, wrong mean
+    fed = federation(3)
+    other = JanusParams(dim=params.dim, clip=4.0)
+    odd = JanusClient(other, ClientKeys.generate(), fed.A.public, fed.B.public, fed.ck)
+    fed.A.register(odd.keys.public)
+    to_a, to_b = odd.prepare(np.ones(params.dim), 1, 1)
+    with pytest.raises(ProtocolError, match="JanusParams differ"):
+        fed.A.receive(to_a)
+    with pytest.raises(ProtocolError, match=r"not registered|JanusParams differ"):
+        fed.B.receive(to_b)
+    agg_a, agg_b, _ = fed.run_round(1, random_codes(params, np.random.default_rng(2), 3))
+    odd.round_id = 1
+    with pytest.raises(VerificationError, match="signature"):
+        odd.verify(agg_a, agg_b)
+
+
+def test_inconsistent_pair_is_left_out_by_bindings(federation, params):
+    # trial finding F5: ToA and ToB of one client from two prepare calls (a retry, or a cheat)
+    fed = federation(4)
+    us = np.random.default_rng(5).uniform(-1, 1, (4, params.dim))
+    msgs = [client.prepare(u, 1, 1) for client, u in zip(fed.clients, us, strict=True)]
+    retry = fed.clients[0].prepare(us[0], 1, 1)
+    fed.A.receive(msgs[0][0])
+    fed.B.receive(retry[1])
+    for to_a, to_b in msgs[1:]:
+        fed.A.receive(to_a)
+        fed.B.receive(to_b)
+    pset = fed.A.participants(fed.B.bindings)
+    assert fed.clients[0].client_id not in pset.ids
+    assert len(pset.ids) == 3
+    agg_b = fed.B.aggregate(pset)
+    agg_a = fed.A.aggregate(1)
+    expected = us[1:].mean(axis=0)
+    for client in fed.clients:
+        assert np.abs(client.finalize(agg_a, agg_b) - expected).max() <= 2.0**-17
+
+
+def test_b_cannot_test_guesses_of_an_update(federation, params):
+    # trial finding F20: with SHA-256(y) in ToB, B (who knows r) could check guesses of x
+    fed = federation(3)
+    x = np.zeros(params.length, np.int64)
+    x[-1] = 1
+    to_a, to_b = fed.clients[0].seal(x, bytes(32), 1, 5, 7)
+    r = mask(bytes(32), 1, params.length, params.domain)
+    guess = (x.astype(np.uint64) + r).astype("<u8").tobytes()
+    assert to_b.y_digest != hashlib.sha256(guess).digest()
+    assert to_b.y_digest == y_digest(to_a.rho_a, to_a.y)
+
+
+def test_total_weight_over_budget_is_named(federation):
+    # trial finding F19: each weight legal, their sum above W_max
+    small = JanusParams(dim=4, max_total_weight=10)
+    from janus_secagg import CommitmentKey
+
+    fed = federation(3)
+    ck = CommitmentKey.derive(small)
+    clients = [
+        JanusClient(small, ClientKeys.generate(), fed.A.public, fed.B.public, ck) for _ in range(3)
+    ]
+    A, B = ServerA(small, fed.A.keys), ServerB(small, fed.B.keys, fed.A.public)
+    for client in clients:
+        A.register(client.keys.public)
+        B.register(client.keys.public)
+        to_a, to_b = client.prepare(np.zeros(4), 5, 1)
+        A.receive(to_a)
+        B.receive(to_b)
+    agg_b = B.aggregate(A.participants(B.bindings))
+    with pytest.raises(VerificationError, match=r"total weight 15.*max_total_weight"):
+        clients[0].finalize(A.aggregate(1), agg_b)
+
+
+def test_values_beyond_clip_warn(federation, params):
+    # trial finding F3: clipping used to be silent (a wrong JanusFedAvg model for weights > C)
+    client = federation(1).clients[0]
+    with pytest.warns(UserWarning, match=r"2 of 16 values lie beyond ±clip = 8.0"):
+        client.prepare([9.0, -12.0] + [0.0] * 14, 1, 1)
 
 
 def test_client_and_servers_reject_bad_construction(params, ck):

@@ -38,6 +38,12 @@ def test_headroom_overflow_names_the_fields():
         ({"dim": 2.5}, TypeError, "dim"),
         ({"dim": 4, "clip": 0.0}, ValueError, "clip"),
         ({"dim": 4, "clip": float("nan")}, ValueError, "clip"),
+        # float64 cannot encode u + C to 2^-(f+1) once 2C * 2^f > 2^44 (trial finding F7)
+        (
+            {"dim": 4, "clip": 2.0**40, "frac_bits": 20, "max_total_weight": 1},
+            ValueError,
+            "frac_bits",
+        ),
         ({"dim": 4, "frac_bits": -1}, ValueError, "frac_bits"),
         ({"dim": 4, "min_clients": 1}, ValueError, "min_clients"),
         ({"dim": 4, "max_total_weight": 0}, ValueError, "max_total_weight"),
@@ -58,6 +64,8 @@ def test_params_reject_bad_input(kwargs, error, match):
         ([[0.0, 0.0, 0.0]], 1, ValueError, "`u`"),
         ([], 1, ValueError, "`u`"),
         (["a", "b", "c"], 1, TypeError, "`u`"),
+        # trial finding: the mask used to be ignored (the hidden values were encoded)
+        (np.ma.array([0.0, 9.0, 0.0], mask=[0, 1, 0]), 1, ValueError, "`u` has masked"),
         ([0.0, 0.0, 0.0], 0, ValueError, "weight"),
         ([0.0, 0.0, 0.0], 2**21, ValueError, "weight"),
         ([0.0, 0.0, 0.0], 1.5, TypeError, "weight"),
@@ -81,3 +89,11 @@ def test_quantize_rejects_bad_input(u, weight, error, match):
 def test_dequantize_rejects_bad_input(X, error, match):
     with pytest.raises(error, match=match):
         dequantize(X, JanusParams(dim=3))
+
+
+def test_bound_holds_at_the_largest_allowed_code_range():
+    # trial finding F7: 2C * 2^f = 2^44 is the largest allowed; u + C still encodes to 2^-(f+1)
+    params = JanusParams(dim=3, clip=2.0**27, frac_bits=16, max_total_weight=1)
+    u = np.array([0.3, 1e-5, -123.456789])
+    error = np.abs(dequantize(quantize(u, 1, params), params) - u).max()
+    assert error <= 2.0**-17 * (1 + 2.0**-9)

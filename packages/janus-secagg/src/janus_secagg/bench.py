@@ -54,7 +54,7 @@ def janus_client_cost(params: JanusParams, ck: CommitmentKey, n: int, repeats: i
         for m_a, m_b in msgs:
             A.receive(m_a)
             B.receive(m_b)
-        agg_b = B.aggregate(A.participants(B.received))
+        agg_b = B.aggregate(A.participants(B.bindings))
         agg_a = A.aggregate(round_id)
         start = time.perf_counter()
         clients[0].finalize(agg_a, agg_b)

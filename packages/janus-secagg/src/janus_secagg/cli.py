@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for role in ("a", "b"):
         serve = commands.add_parser(f"serve-{role}", help=f"run server {role.upper()} over TCP")
-        add_server_arguments(serve)
+        add_server_arguments(serve, role)
     return parser
 
 

@@ -7,16 +7,17 @@ receives 16(l+1) + O(1), whatever the number of clients n.
 
 import numbers
 import secrets
+import warnings
 
 import numpy as np
 from nacl.public import SealedBox
 
-from icml25_core import check_scalar
+from icml25_core import check_array, check_scalar
 
 from .commitment import CommitmentKey, PedersenBLS12381, SeparableCommitment
 from .errors import VerificationError
 from .keys import ClientKeys, ServerPublicKeys, box_public, verify_signature
-from .messages import AggA, AggB, ToA, ToB, digest
+from .messages import AggA, AggB, ToA, ToB, digest, y_digest
 from .params import GROUP_ORDER, JanusParams
 from .prg import SEED_BYTES, mask
 from .quantize import dequantize, quantize
@@ -35,7 +36,17 @@ def mask_and_commit(params, ck, scheme, x, seed, round_id, rho_a, rho_b):
     return y, scheme.commit(ck, x, rho_a, rho_b)
 
 
-def verify_aggregate(params, ck, a_pub, b_pub, agg_a, agg_b, scheme=None) -> np.ndarray:
+def _check_aggregates(agg_a, agg_b) -> None:
+    if not isinstance(agg_a, AggA) or not isinstance(agg_b, AggB):
+        raise TypeError(
+            f"`agg_a`, `agg_b` must be AggA, AggB; got {type(agg_a).__name__}, "
+            f"{type(agg_b).__name__}"
+        )
+
+
+def verify_aggregate(
+    params, ck, a_pub, b_pub, agg_a, agg_b, scheme=None, round_id=None
+) -> np.ndarray:
     """Check both servers' outputs and return the exact sum X = (Y − R) mod 2^64.
 
     Anyone holding the public keys and the commitment key can run it (clients, server A to
@@ -49,6 +60,9 @@ def verify_aggregate(params, ck, a_pub, b_pub, agg_a, agg_b, scheme=None) -> np.
     agg_a, agg_b : AggA, AggB
         The two servers' signed outputs of one round.
     scheme : SeparableCommitment, default=PedersenBLS12381()
+    round_id : int, optional
+        The round the caller expects; an aggregate of any other round (a stale or replayed,
+        though validly signed, result) is rejected. Pass it whenever it is known.
 
     Returns
     -------
@@ -60,34 +74,41 @@ def verify_aggregate(params, ck, a_pub, b_pub, agg_a, agg_b, scheme=None) -> np.
     TypeError
         If the arguments are not ``AggA`` / ``AggB``.
     VerificationError
-        If a signature is invalid, A's and B's (t, |U|, digest, C_U) differ, |U| < t, the
-        sum is out of range, or Σ_j X_j · G_j + (P_A + P_B) · H != C_U.
+        If a signature is invalid, A's and B's (t, |U|, digest, C_U) differ, t is not
+        `round_id`, |U| < t, the sum is out of range, or Σ_j X_j · G_j + (P_A + P_B) · H != C_U.
 
     Notes
     -----
     Source: spec §2 step 7.
     """
-    if not isinstance(agg_a, AggA) or not isinstance(agg_b, AggB):
-        raise TypeError(
-            f"`agg_a`, `agg_b` must be AggA, AggB; got {type(agg_a).__name__}, "
-            f"{type(agg_b).__name__}"
-        )
+    _check_aggregates(agg_a, agg_b)
     p = params
     scheme = PedersenBLS12381() if scheme is None else scheme
-    if not verify_signature(a_pub.sign, agg_a.payload(p.domain), agg_a.signature):
+    if not verify_signature(a_pub.sign, agg_a.payload(p.context), agg_a.signature):
         raise VerificationError("server A's signature on its aggregate is invalid")
-    if not verify_signature(b_pub.sign, agg_b.payload(p.domain), agg_b.signature):
+    if not verify_signature(b_pub.sign, agg_b.payload(p.context), agg_b.signature):
         raise VerificationError("server B's signature on its aggregate is invalid")
     for field in ("round_id", "count", "u_digest", "commitment"):
         if getattr(agg_a, field) != getattr(agg_b, field):
             raise VerificationError(f"servers A and B disagree on {field}")
+    if round_id is not None and agg_a.round_id != round_id:
+        raise VerificationError(
+            f"the aggregate is of round {agg_a.round_id}, not of the expected `round_id` "
+            f"{round_id}: a stale or replayed result"
+        )
     if agg_a.count < p.min_clients:
         raise VerificationError(f"|U| = {agg_a.count} < min_clients = {p.min_clients}")
     if len(agg_a.vector) != p.length or len(agg_b.vector) != p.length:
         raise VerificationError(f"aggregate vectors must have length {p.length}")
     X = agg_a.vector.astype(np.uint64) - agg_b.vector.astype(np.uint64)  # wraps mod 2^64
     total = int(X[-1])
-    if not 1 <= total <= p.max_total_weight or (X[:-1] > np.uint64(total * p.max_code)).any():
+    if not 1 <= total <= p.max_total_weight:
+        raise VerificationError(
+            f"the unmasked total weight {total} is outside [1, max_total_weight = "
+            f"{p.max_total_weight}]: the participants' weights sum to more than W_max, or a "
+            "server cheated"
+        )
+    if (X[:-1] > np.uint64(total * p.max_code)).any():
         raise VerificationError("the unmasked sum is out of range: not a sum of encodings")
     blinding = (agg_a.blinding + agg_b.blinding) % GROUP_ORDER
     if not scheme.check_opening(ck, agg_a.commitment, X, blinding):
@@ -138,6 +159,7 @@ class JanusClient:
         self.params, self.keys, self.a_pub, self.b_pub, self.ck = params, keys, a_pub, b_pub, ck
         self.scheme = PedersenBLS12381() if scheme is None else scheme
         self._box = SealedBox(box_public(b_pub))
+        self.round_id: int | None = None  # the last round this client prepared
 
     @property
     def client_id(self) -> int:
@@ -165,11 +187,29 @@ class JanusClient:
         TypeError, ValueError
             On bad `u`, `weight` or `round_id` (the message names the argument).
 
+        Warns
+        -----
+        UserWarning
+            If some of `u` lies beyond ±C: those values are clipped, and the aggregate is the
+            mean of the clipped updates (with ``JanusFedAvg``, of clipped models).
+
         Notes
         -----
         Source: spec §2 steps 1-4. Seed from ``secrets``; ρ^A, ρ^B uniform in Z_r.
         """
         check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
+        if np.ma.isMaskedArray(u) and np.ma.getmaskarray(u).any():
+            raise ValueError("`u` has masked entries; fill them (u.filled(...)) before encoding")
+        u = check_array(u, "u", ndim=1, shape=(self.params.dim,), cast=np.float64)
+        beyond = int(np.count_nonzero(np.abs(u) > self.params.clip))
+        if beyond:
+            warnings.warn(
+                f"`u`: {beyond} of {u.size} values lie beyond ±clip = {self.params.clip} "
+                f"(max |u| = {np.abs(u).max():.4g}) and are clipped; raise JanusParams.clip "
+                "if they are not meant to be",
+                UserWarning,
+                stacklevel=2,
+            )
         x = quantize(u, weight, self.params)
         seed = secrets.token_bytes(SEED_BYTES)
         rho_a, rho_b = secrets.randbelow(GROUP_ORDER), secrets.randbelow(GROUP_ORDER)
@@ -182,24 +222,48 @@ class JanusClient:
             check_scalar(value, name, kind=numbers.Integral, low=0, high=GROUP_ORDER - 1)
         if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
             raise ValueError(f"`seed` must be {SEED_BYTES} bytes")
+        check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
         rho_a, rho_b, round_id = int(rho_a), int(rho_b), int(round_id)
         y, C = mask_and_commit(self.params, self.ck, self.scheme, x, seed, round_id, rho_a, rho_b)
         box = self._box.encrypt(seed + rho_b.to_bytes(32, "little"))
-        y_digest, box_digest = digest(y.astype("<u8").tobytes()), digest(bytes(box))
+        y_hash, box_digest = y_digest(rho_a, y), digest(bytes(box))
         to_a = ToA(round_id, self.client_id, y, rho_a, C, box_digest, b"")
-        signature = self.keys.sign(to_a.payload(self.params.domain))
+        signature = self.keys.sign(to_a.payload(self.params.context))
         to_a = ToA(round_id, self.client_id, y, rho_a, C, box_digest, signature)
-        to_b = ToB(round_id, self.client_id, bytes(box), C, y_digest, signature)
+        to_b = ToB(round_id, self.client_id, bytes(box), C, y_hash, signature)
+        self.round_id = round_id
         return to_a, to_b
 
-    def verify(self, agg_a: AggA, agg_b: AggB) -> np.ndarray:
-        """Check both servers' outputs; return the exact sum X (``verify_aggregate``)."""
-        return verify_aggregate(
-            self.params, self.ck, self.a_pub, self.b_pub, agg_a, agg_b, self.scheme
-        )
+    def verify(self, agg_a: AggA, agg_b: AggB, round_id: int | None = None) -> np.ndarray:
+        """Check both servers' outputs; return the exact sum X (``verify_aggregate``).
 
-    def finalize(self, agg_a: AggA, agg_b: AggB) -> np.ndarray:
+        `round_id` defaults to the last round this client prepared: an aggregate of another
+        round is rejected. A client that prepared nothing must pass it.
+        """
+        _check_aggregates(agg_a, agg_b)
+        if round_id is None:
+            round_id = self.round_id
+        if round_id is None:
+            raise ValueError(
+                "`round_id` is required: this client prepared no round, so it cannot tell "
+                "a stale aggregate from the current one"
+            )
+        check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
+        return verify_aggregate(
+            self.params, self.ck, self.a_pub, self.b_pub, agg_a, agg_b, self.scheme,
+            round_id=int(round_id),
+        )  # fmt: skip
+
+    def finalize(self, agg_a: AggA, agg_b: AggB, round_id: int | None = None) -> np.ndarray:
         """Verify the round's outputs and return the weighted mean update.
+
+        Parameters
+        ----------
+        agg_a, agg_b : AggA, AggB
+            The two servers' signed outputs.
+        round_id : int, optional
+            The round expected; default: the last round this client prepared. Required for a
+            client that prepared nothing.
 
         Returns
         -------
@@ -210,6 +274,9 @@ class JanusClient:
         Raises
         ------
         TypeError, VerificationError
-            As for ``verify``.
+            As for ``verify_aggregate``; VerificationError also for an aggregate of another
+            round than `round_id`.
+        ValueError
+            If `round_id` is missing for a client that prepared nothing.
         """
-        return dequantize(self.verify(agg_a, agg_b), self.params)
+        return dequantize(self.verify(agg_a, agg_b, round_id), self.params)

@@ -133,13 +133,17 @@ class CommitmentKey:
         Notes
         -----
         Source: spec §2 "Setup" and §9 (derive once, cache points with a SHA-256). Points of the
-        cache are decoded unchecked (they are ours); the SHA-256 over the file body and a
-        re-derivation of G_0, G_l and H guard against corruption.
+        cache are decoded unchecked; the SHA-256 over the file body and a re-derivation of G_0,
+        G_l and H guard against corruption, not against an attacker: whoever can write
+        `cache_dir` can swap a generator for one with a known discrete log and so break the
+        commitment's binding. Keep the folder writable by you only.
         """
         if not isinstance(params, JanusParams):
             raise TypeError(f"`params` must be a JanusParams, got {type(params).__name__}")
         if cache_dir is None:
             return cls._fresh(params)
+        if Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+            raise ValueError(f"`cache_dir` {cache_dir} exists and is not a folder")
         path = Path(cache_dir) / cls.cache_name(params)
         if path.exists():
             return cls._load(path, params)

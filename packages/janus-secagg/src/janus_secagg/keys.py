@@ -5,6 +5,7 @@ A client joins with the servers' public keys only: no pairwise keys, no secret s
 """
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,9 +84,13 @@ class ServerKeys:
         return cls(SigningKey.generate(), PrivateKey.generate() if box else None)
 
     def save(self, path) -> None:
-        """Write the private keys (hex, one line; keep the file private)."""
+        """Write the private keys (hex, one line) to a new file readable by its owner only
+        (mode 0600); an existing file is replaced and its mode set to 0600."""
         secret = bytes(self.signing) + (bytes(self.box) if self.box is not None else b"")
-        Path(path).write_text(secret.hex() + "\n", encoding="ascii")
+        fd = os.open(Path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            os.chmod(fd, 0o600)
+            handle.write(secret.hex() + "\n")
 
     @classmethod
     def load(cls, path) -> "ServerKeys":
@@ -94,9 +99,15 @@ class ServerKeys:
         Raises
         ------
         ValueError
-            If the file does not hold 32 or 64 hex-encoded bytes.
+            If the file cannot be read or does not hold 32 or 64 hex-encoded bytes (the
+            message names `path`).
         """
-        secret = bytes.fromhex(Path(path).read_text(encoding="ascii").strip())
+        try:
+            secret = bytes.fromhex(Path(path).read_text(encoding="ascii").strip())
+        except OSError as error:
+            raise ValueError(f"`path` {path}: cannot read the key file: {error}") from None
+        except ValueError:  # not ASCII, or not hex
+            raise ValueError(f"`path` {path} does not hold hex-encoded server keys") from None
         if len(secret) not in (KEY_BYTES, 2 * KEY_BYTES):
             raise ValueError(f"`path` {path} does not hold server keys")
         box = PrivateKey(secret[KEY_BYTES:]) if len(secret) > KEY_BYTES else None

@@ -6,7 +6,7 @@ length, points as 48-byte compressed G1 decoded with subgroup checks.
 
 =================  ==========================================================================
 ``ToA``            i (8), y (4 + 8(l+1)), ρ^A (32), C (48), SHA-256(box) (32), σ (64)
-``ToB``            i (8), SealedBox_B(seed ‖ ρ^B) (112), C (48), SHA-256(y) (32), σ (64)
+``ToB``            i (8), SealedBox_B(seed ‖ ρ^B) (112), C (48), SHA-256(ρ^A ‖ y) (32), σ (64)
 ``ParticipantSet`` |U| (4), sorted ids (8 each), A's signature (64)
 ``AggA``/``AggB``  |U| (4), SHA-256(sorted U) (32), C_U (48), vector (4 + 8(l+1)), P (32), sig (64)
 =================  ==========================================================================
@@ -39,8 +39,19 @@ def participants_digest(ids) -> bytes:
     return digest(b"".join(_U64.pack(i) for i in sorted(ids)))
 
 
+def y_digest(rho_a: int, y) -> bytes:
+    """SHA-256(ρ^A ‖ y): binds y and ρ^A for A, and hides y from B.
+
+    B knows the mask r, so a plain SHA-256(y) = SHA-256(x + r) would let B test guesses of x;
+    keyed by ρ^A (uniform in Z_r, unknown to B) it reveals nothing, and A's check of the
+    signature now also covers ρ^A.
+    """
+    return digest(_scalar_bytes(rho_a) + np.asarray(y, dtype="<u8").tobytes())
+
+
 def client_payload(domain, round_id, client_id, C: Commitment, y_digest, box_digest) -> bytes:
-    """What a client signs: (domain, t, i, C, SHA-256(y), SHA-256(box)) (spec §2 step 4)."""
+    """What a client signs: (context, t, i, C, SHA-256(ρ^A ‖ y), SHA-256(box)) (spec §2 step 4;
+    ``domain`` is ``JanusParams.context``)."""
     return (
         domain + b"|client|" + _U64.pack(round_id) + _U64.pack(client_id) + C.to_bytes()
         + y_digest + box_digest
@@ -134,12 +145,9 @@ class ToA(_Message):
     def payload(self, domain: bytes) -> bytes:
         """The bytes σ signs."""
         return client_payload(
-            domain, self.round_id, self.client_id, self.commitment, digest(self._y()),
-            self.box_digest,
+            domain, self.round_id, self.client_id, self.commitment,
+            y_digest(self.rho_a, self.y), self.box_digest,
         )  # fmt: skip
-
-    def _y(self) -> bytes:
-        return np.asarray(self.y, dtype="<u8").tobytes()
 
     def to_bytes(self) -> bytes:
         return (
@@ -161,7 +169,7 @@ class ToA(_Message):
 
 @dataclass(frozen=True, eq=False)
 class ToB(_Message):
-    """Client i's message to server B: (t, i, SealedBox_B(seed ‖ ρ^B), C, SHA-256(y), σ)."""
+    """Client i's message to server B: (t, i, SealedBox_B(seed ‖ ρ^B), C, SHA-256(ρ^A ‖ y), σ)."""
 
     round_id: int
     client_id: int

@@ -8,6 +8,7 @@ SIGTERM, or ``--linger`` seconds after ``--rounds`` rounds have closed.
 
 import argparse
 import asyncio
+import numbers
 import os
 import signal
 import socket
@@ -16,13 +17,17 @@ import subprocess
 import sys
 import threading
 
+from icml25_core import check_scalar
+
 from .errors import ProtocolError, ReplayError
 from .keys import ClientPublicKey, ServerKeys, ServerPublicKeys
 from .messages import AggA, AggB, ParticipantSet, ToA, ToB
 from .params import JanusParams
 from .server import ServerA, ServerB
 
-KEYS, REGISTER, SUBMIT, RECEIVED, PARTICIPANTS, CLOSE, FETCH = range(1, 8)
+KEYS, REGISTER, SUBMIT, RECEIVED, PARTICIPANTS, CLOSE, FETCH, BINDINGS = range(1, 9)
+#: Seconds a server waits for the rest of a request before dropping the connection.
+READ_TIMEOUT = 60.0
 _LEN = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 MAX_FRAME = 1 << 30
@@ -44,6 +49,18 @@ def _ids(ids) -> bytes:
     return _LEN.pack(len(ids)) + b"".join(_U64.pack(i) for i in ids)
 
 
+def _bindings(bindings: dict) -> bytes:
+    return _LEN.pack(len(bindings)) + b"".join(_U64.pack(i) + d for i, d in bindings.items())
+
+
+def _read_bindings(body: bytes) -> dict[int, bytes]:
+    (n,) = _LEN.unpack(body[:4])
+    if len(body) != 4 + 40 * n:
+        raise ValueError("malformed binding list")
+    rows = (body[4 + 40 * k : 44 + 40 * k] for k in range(n))
+    return {_U64.unpack(row[:8])[0]: row[8:] for row in rows}
+
+
 def _read_ids(body: bytes) -> list[int]:
     (n,) = _LEN.unpack(body[:4])
     if len(body) != 4 + 8 * n:
@@ -63,6 +80,10 @@ class Remote:
     """
 
     def __init__(self, host: str, port: int, timeout: float = 60.0):
+        if not isinstance(host, str) or not host:
+            raise TypeError(f"`host` must be a non-empty str, got {host!r}")
+        check_scalar(port, "port", kind=numbers.Integral, low=1, high=65535)
+        check_scalar(timeout, "timeout", kind=numbers.Real, low=0.0, inclusive="neither")
         self.host, self.port, self.timeout = host, int(port), float(timeout)
 
     def call(self, op: int, body: bytes = b"") -> bytes:
@@ -97,11 +118,17 @@ class Remote:
 
     def submit(self, msg) -> None:
         """Send a ``ToA`` (to A) or ``ToB`` (to B); raises the server's ``ProtocolError``."""
+        if not isinstance(msg, ToA | ToB):
+            raise TypeError(f"`msg` must be a ToA or ToB, got {type(msg).__name__}")
         self.call(SUBMIT, msg.to_bytes())
 
     def received(self) -> list[int]:
         """B's U_B: sorted ids of the clients whose message of the open round it accepted."""
         return _read_ids(self.call(RECEIVED))
+
+    def bindings(self) -> dict[int, bytes]:
+        """B's ``ServerB.bindings``: U_B with each client's message digest (for A)."""
+        return _read_bindings(self.call(BINDINGS))
 
     def aggregate(self, participants: ParticipantSet) -> AggB:
         """Send A's signed participant set to B; B's signed ``AggB`` (server A's call)."""
@@ -157,6 +184,8 @@ class Service:
             return b""
         if op == RECEIVED:
             return _ids(s.received)
+        if op == BINDINGS and isinstance(s, ServerB):
+            return _bindings(s.bindings)
         if op == FETCH:
             t = _U64.unpack(body)[0]
             if t not in s.outputs:
@@ -170,7 +199,7 @@ class Service:
             t = _U64.unpack(body)[0]
             if t != s.round_id:
                 raise ProtocolError(f"round {t} is not the open round {s.round_id}")
-            u_b = _read_ids(await self._peer_call(RECEIVED, b""))
+            u_b = _read_bindings(await self._peer_call(BINDINGS, b""))
             pset = s.participants(u_b)
             AggB.from_bytes(await self._peer_call(PARTICIPANTS, pset.to_bytes()))
             out = s.aggregate(t).to_bytes()
@@ -185,8 +214,10 @@ class Service:
 
     async def _handle(self, reader, writer) -> None:
         try:
-            request = await _read_frame(reader)
+            request = await asyncio.wait_for(_read_frame(reader), READ_TIMEOUT)
             try:
+                if not request:
+                    raise ValueError("empty request: no op byte")
                 reply = b"\x00" + await self._dispatch(request[0], request[1:])
             except ReplayError as error:
                 reply = b"\x02" + str(error).encode()
@@ -196,7 +227,7 @@ class Service:
                 reply = b"\x03" + str(error).encode()
             writer.write(_frame(reply))
             await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError, TimeoutError):
             pass
         finally:
             writer.close()
@@ -213,8 +244,11 @@ class Service:
             await self.stop.wait()
 
 
-def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``serve-a`` / ``serve-b``: address, protocol parameters, stopping rule."""
+def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = None) -> None:
+    """Options of ``serve-a`` / ``serve-b``: address, protocol parameters, stopping rule.
+
+    `role` ("a" or "b") leaves out the other server's options; None adds both.
+    """
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
     parser.add_argument("--dim", type=int, required=True, help="l, the update length")
@@ -224,10 +258,21 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-total-weight", type=int, default=2**20, help="W_max (2**20)")
     parser.add_argument("--rounds", type=int, default=None, help="exit after this many rounds")
     parser.add_argument("--linger", type=float, default=10.0, help="seconds served after --rounds")
-    parser.add_argument("--b-host", default="127.0.0.1", help="server B's host (serve-a)")
-    parser.add_argument("--b-port", type=int, default=None, help="server B's port (serve-a)")
-    parser.add_argument("--a-pub", default=None, help="server A's verify key, hex (serve-b)")
-    parser.add_argument("--key-file", default=None, help="this server's private keys (hex)")
+    parser.set_defaults(b_host="127.0.0.1", b_port=None, a_pub=None)
+    if role in (None, "a"):
+        parser.add_argument("--b-host", default="127.0.0.1", help="server B's host (serve-a)")
+        parser.add_argument("--b-port", type=int, default=None, help="server B's port (serve-a)")
+    if role in (None, "b"):
+        parser.add_argument(
+            "--a-pub", default=None,
+            help="server A's public key, hex: the 32-byte Ed25519 verify key or "
+            "ServerPublicKeys.to_bytes() (serve-b)",
+        )  # fmt: skip
+    parser.add_argument(
+        "--key-file", default=None,
+        help="this server's private keys, hex, as written by ServerKeys.save (default: fresh "
+        "keys for this process only; B needs a box key: ServerKeys.generate(box=True))",
+    )  # fmt: skip
 
 
 def params_from_args(args: argparse.Namespace) -> JanusParams:
@@ -249,26 +294,66 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
     participant sets, so start B first with A's public key, then A with ``--key-file``.
     `make_server(role, params, keys, a_pub)` builds the server (tests inject faulty ones).
     """
-    params = params_from_args(args)
-    keys = ServerKeys.load(args.key_file) if args.key_file else ServerKeys.generate(box=role == "b")
-    a_pub = None
-    if role == "b":
-        if not args.a_pub:
-            print("serve-b needs --a-pub (server A's verify key, hex)", file=sys.stderr)
-            return 2
-        a_pub = ServerPublicKeys(bytes.fromhex(args.a_pub))
-    elif args.b_port is None:
+    if role == "b" and not args.a_pub:
+        print("serve-b needs --a-pub (server A's verify key, hex)", file=sys.stderr)
+        return 2
+    if role == "a" and args.b_port is None:
         print("serve-a needs --b-port (server B's port)", file=sys.stderr)
         return 2
-    server = make_server(role, params, keys, a_pub)
-    peer = (args.b_host, args.b_port) if role == "a" else None
+    try:
+        params = params_from_args(args)
+        check_scalar(args.port, "--port", kind=numbers.Integral, low=0, high=65535)
+        if args.rounds is not None:
+            check_scalar(args.rounds, "--rounds", kind=numbers.Integral, low=1)
+        check_scalar(args.linger, "--linger", kind=numbers.Real, low=0.0)
+        keys = ServerKeys.load(args.key_file) if args.key_file else ServerKeys.generate(role == "b")
+        a_pub, peer = None, None
+        if role == "b":
+            a_pub = parse_public_key(args.a_pub, "--a-pub")
+        else:
+            check_scalar(args.b_port, "--b-port", kind=numbers.Integral, low=1, high=65535)
+            peer = (args.b_host, args.b_port)
+        server = make_server(role, params, keys, a_pub)
+    except (ValueError, TypeError) as error:
+        print(f"janus-secagg serve-{role}: error: {error}", file=sys.stderr)
+        return 2
     service = Service(server, peer=peer, rounds=args.rounds, linger=args.linger)
 
     def announce(line: str) -> None:
         print(line, flush=True)
 
-    asyncio.run(service.run(args.host, args.port, announce))
+    try:
+        asyncio.run(service.run(args.host, args.port, announce))
+    except (OSError, OverflowError) as error:  # bind: address in use, unknown host, ...
+        print(
+            f"janus-secagg serve-{role}: error: cannot listen on --host {args.host} --port "
+            f"{args.port}: {error}",
+            file=sys.stderr,
+        )
+        return 2
     return 0
+
+
+def parse_public_key(text: str, name: str) -> ServerPublicKeys:
+    """A server public key from hex: 32 bytes (Ed25519 verify key) or ``to_bytes()`` (33/65).
+
+    Raises
+    ------
+    ValueError
+        If `text` is not hex of one of these lengths (the message names `name`).
+    """
+    try:
+        raw = bytes.fromhex(str(text).strip())
+    except ValueError:
+        raise ValueError(f"`{name}` must be hex, got {text!r:.80}") from None
+    if len(raw) == 32:
+        return ServerPublicKeys(raw)
+    if len(raw) in (33, 65):
+        return ServerPublicKeys.from_bytes(raw)
+    raise ValueError(
+        f"`{name}` must be a 32-byte verify key or ServerPublicKeys.to_bytes() (33 or 65 "
+        f"bytes) in hex, got {len(raw)} bytes"
+    )
 
 
 def start_server(args, timeout: float = 60.0):

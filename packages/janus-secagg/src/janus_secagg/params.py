@@ -5,8 +5,10 @@ Learning", ICML 2025 (OpenReview HdS6tZwwa7). The paper body was not available: 
 below are this library's reconstruction, with the sources given per field.
 """
 
+import hashlib
 import math
 import numbers
+import struct
 from dataclasses import dataclass
 
 from icml25_core import check_scalar
@@ -15,6 +17,8 @@ from icml25_core import check_scalar
 RING_BITS = 64
 #: Order r of the BLS12-381 G1 subgroup (the scalar field of the commitments).
 GROUP_ORDER = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
+#: Largest 2C · 2^f: float64 then computes u + C to within 2^-10 of one code (52-bit mantissa).
+MAX_CODE_BITS = 44
 
 
 @dataclass(frozen=True)
@@ -46,13 +50,16 @@ class JanusParams:
     ValueError
         If a field is out of range, or W_max · 2C · 2^f >= 2^63 (the encoded sum could wrap
         the 2^64 ring; fedbiomed issue #1210): the message names max_total_weight, clip and
-        frac_bits.
+        frac_bits; or 2C · 2^f > 2^44 (float64 could not encode u + C to the promised
+        2^-(f+1)): the message names clip and frac_bits.
 
     Notes
     -----
     Source: spec §2 (reconstruction, "Janus-style"). Exactness needs
     W_max · 2C · 2^f < 2^63: every coordinate of Σ x_i is then below 2^63 < r, so the sum is
-    the same integer in Z_{2^64} and in Z_r.
+    the same integer in Z_{2^64} and in Z_r. Every signature covers ``context``, a digest of
+    all the fields, so a client or server with other parameters is rejected instead of
+    producing a verified but wrongly decoded mean.
     """
 
     dim: int
@@ -70,6 +77,13 @@ class JanusParams:
         check_scalar(self.max_total_weight, "max_total_weight", kind=numbers.Integral, low=1)
         if not isinstance(self.domain, bytes) or not self.domain:
             raise TypeError(f"`domain` must be non-empty bytes, got {self.domain!r}")
+        codes = 2 * float(self.clip) * 2**self.frac_bits
+        if codes > 2**MAX_CODE_BITS:
+            raise ValueError(
+                f"2 * `clip` * 2**`frac_bits` must be <= 2**{MAX_CODE_BITS} so that float64 "
+                f"encodes u + C to 2^-(f+1), got 2 * {self.clip} * 2**{self.frac_bits} = "
+                f"2**{math.log2(codes):.2f}; lower clip or frac_bits"
+            )
         headroom = self.max_total_weight * 2 * float(self.clip) * 2**self.frac_bits
         if headroom >= 2 ** (RING_BITS - 1):
             raise ValueError(
@@ -82,6 +96,19 @@ class JanusParams:
     def length(self) -> int:
         """l + 1: the encoded vector carries the weight as its last coordinate."""
         return self.dim + 1
+
+    @property
+    def context(self) -> bytes:
+        """What every signature is bound to: ``domain`` plus a SHA-256 of all the fields.
+
+        Clients and servers whose ``JanusParams`` differ in any field (l, C, f, t, W_max) then
+        reject each other's messages instead of decoding a verified but wrong mean.
+        """
+        fields = struct.pack(
+            ">QdQQQ", self.dim, float(self.clip), self.frac_bits, self.min_clients,
+            self.max_total_weight,
+        )  # fmt: skip
+        return self.domain + b"|params|" + hashlib.sha256(self.domain + fields).digest()[:16]
 
     @property
     def max_code(self) -> int:

@@ -36,13 +36,16 @@ def quantize(u, weight, params: JanusParams) -> np.ndarray:
     TypeError
         If `u` is not numeric or `weight` not an int.
     ValueError
-        If `u` has the wrong length or holds NaN/inf, or `weight` is outside [1, W_max].
+        If `u` has the wrong length, holds NaN/inf or masked entries, or `weight` is outside
+        [1, W_max].
 
     Notes
     -----
     Source: spec §2 step 1 (Janus-style reconstruction). Rounding is numpy's rint (half to
     even), so |dequantised − clipped| <= 2^-(f+1) per client and for any weighted mean.
     """
+    if np.ma.isMaskedArray(u) and np.ma.getmaskarray(u).any():
+        raise ValueError("`u` has masked entries; fill them (u.filled(...)) before encoding")
     u = check_array(u, "u", ndim=1, shape=(params.dim,), cast=np.float64)
     check_scalar(weight, "weight", kind=numbers.Integral, low=1, high=params.max_total_weight)
     c = float(params.clip)

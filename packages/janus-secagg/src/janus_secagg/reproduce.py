@@ -241,7 +241,7 @@ def fault_run(params, ck, updates, weights) -> dict[str, int]:
             to_a, to_b = client.prepare(u, w, 1)
             A.receive(to_a)
             B.receive(to_b)
-        agg_b = B.aggregate(A.participants(B.received))
+        agg_b = B.aggregate(A.participants(B.bindings))
         agg_a = A.aggregate(1)
         count = 0
         for client in clients:

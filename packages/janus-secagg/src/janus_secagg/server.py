@@ -5,16 +5,26 @@ Each server drops unsigned, mis-signed, unknown, duplicate and stale messages, a
 only if U ⊆ U_B and |U| >= t. Servers do O(n l) additions and no multi-scalar multiplication.
 """
 
+import numbers
+from collections.abc import Iterable, Mapping
+
 import numpy as np
 from nacl.exceptions import CryptoError
 from nacl.public import SealedBox
 
+from icml25_core import check_scalar
+
 from .commitment import Commitment
 from .errors import ProtocolError, ReplayError
 from .keys import ClientPublicKey, ServerKeys, ServerPublicKeys, verify_signature
-from .messages import AggA, AggB, ParticipantSet, ToA, ToB, participants_digest
+from .messages import AggA, AggB, ParticipantSet, ToA, ToB, digest, participants_digest, y_digest
 from .params import GROUP_ORDER, JanusParams
 from .prg import SEED_BYTES, mask
+
+
+def _binding(commitment: Commitment, y_hash: bytes, box_digest: bytes) -> bytes:
+    """SHA-256 of what the client signed for both servers: (C, SHA-256(ρ^A ‖ y), SHA-256(box))."""
+    return digest(commitment.to_bytes() + y_hash + box_digest)
 
 
 class _Server:
@@ -27,6 +37,7 @@ class _Server:
             raise TypeError(f"`params` must be a JanusParams, got {type(params).__name__}")
         if not isinstance(keys, ServerKeys):
             raise TypeError(f"`keys` must be a ServerKeys, got {type(keys).__name__}")
+        check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
         self.params, self.keys, self.round_id = params, keys, int(round_id)
         self.clients: dict[int, ClientPublicKey] = {}
         self.outputs: dict[int, object] = {}
@@ -58,8 +69,11 @@ class _Server:
         client = self.clients.get(msg.client_id)
         if client is None:
             raise ProtocolError(f"client {msg.client_id} is not registered")
-        if not verify_signature(client.sign, msg.payload(self.params.domain), msg.signature):
-            raise ProtocolError(f"client {msg.client_id}: missing or invalid signature")
+        if not verify_signature(client.sign, msg.payload(self.params.context), msg.signature):
+            raise ProtocolError(
+                f"client {msg.client_id}: missing or invalid signature (a tampered message, or "
+                "the client's JanusParams differ from this server's)"
+            )
         if msg.client_id in self._inbox:
             raise ProtocolError(f"client {msg.client_id} already sent round {msg.round_id}")
 
@@ -74,7 +88,7 @@ class _Server:
             commitment = commitment + self._inbox[i][-1]
         unsigned = cls(self.round_id, len(ids), participants_digest(ids), commitment, vector,
                        blinding, b"")  # fmt: skip
-        signature = self.keys.sign(unsigned.payload(self.params.domain))
+        signature = self.keys.sign(unsigned.payload(self.params.context))
         return cls(self.round_id, len(ids), unsigned.u_digest, commitment, vector, blinding,
                    signature)  # fmt: skip
 
@@ -105,13 +119,19 @@ class ServerA(_Server):
         ReplayError
             If `msg` is for a closed round.
         ProtocolError
-            If it is for another round, from an unregistered client, unsigned or mis-signed, a
-            duplicate, or of the wrong length.
+            If it is for another round, from an unregistered client, unsigned or mis-signed
+            (the signature covers ρ^A and the parameters), a duplicate, of the wrong length, or
+            has ρ^A outside [0, r).
         """
+        if isinstance(msg, ToA) and not (
+            isinstance(msg.rho_a, numbers.Integral) and 0 <= msg.rho_a < GROUP_ORDER
+        ):
+            raise ProtocolError(f"client {msg.client_id}: rho_a is not in [0, r)")
         self._admit(msg)
         if len(msg.y) != self.params.length:
             raise ProtocolError(f"client {msg.client_id}: y has length {len(msg.y)}")
-        self._inbox[msg.client_id] = (msg.y, msg.rho_a, msg.commitment)
+        binding = _binding(msg.commitment, y_digest(msg.rho_a, msg.y), msg.box_digest)
+        self._inbox[msg.client_id] = (msg.y, msg.rho_a, binding, msg.commitment)
         self._participants = None
 
     def participants(self, u_b) -> ParticipantSet:
@@ -119,13 +139,34 @@ class ServerA(_Server):
 
         Parameters
         ----------
-        u_b : iterable of int
-            The ids B reported as received.
+        u_b : mapping of int to bytes, or iterable of int
+            What B reports: best ``ServerB.bindings`` (id → digest of the client's signed
+            (C, SHA-256(ρ^A ‖ y), SHA-256(box))), so that a client whose two messages come from
+            different ``prepare`` calls (a retry, or a cheat) is left out instead of making
+            the round fail verification for everyone; or just B's ids (``ServerB.received``).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `u_b` is not a mapping or iterable of ids in [0, 2^64).
         """
-        ids = tuple(sorted(set(self.received) & {int(i) for i in u_b}))
+        if isinstance(u_b, str | bytes) or not isinstance(u_b, Iterable):
+            raise TypeError(
+                f"`u_b` must be ServerB.bindings (a dict) or a list of client ids, got "
+                f"{type(u_b).__name__}"
+            )
+        if not isinstance(u_b, Mapping):
+            u_b = list(u_b)
+        for i in u_b:
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= i < 2**64:
+                raise ValueError(f"`u_b` must hold client ids (ints in [0, 2^64)), got {i!r:.40}")
+        ids = set(self.received) & {int(i) for i in u_b}
+        if isinstance(u_b, Mapping):
+            ids = {i for i in ids if u_b[i] == self._inbox[i][2]}
+        ids = tuple(sorted(ids))
         unsigned = ParticipantSet(self.round_id, ids, b"")
         pset = ParticipantSet(
-            self.round_id, ids, self.keys.sign(unsigned.payload(self.params.domain))
+            self.round_id, ids, self.keys.sign(unsigned.payload(self.params.context))
         )
         self._participants = pset
         return pset
@@ -195,7 +236,18 @@ class ServerB(_Server):
         if len(opened) != SEED_BYTES + 32 or rho_b >= GROUP_ORDER:
             raise ProtocolError(f"client {msg.client_id}: malformed box content")
         r = mask(seed, msg.round_id, self.params.length, self.params.domain)
-        self._inbox[msg.client_id] = (r, rho_b, msg.commitment)
+        binding = _binding(msg.commitment, msg.y_digest, digest(msg.box))
+        self._inbox[msg.client_id] = (r, rho_b, binding, msg.commitment)
+
+    @property
+    def bindings(self) -> dict[int, bytes]:
+        """U_B with, per client, SHA-256 of its signed (C, SHA-256(ρ^A ‖ y), SHA-256(box)).
+
+        Pass it to ``ServerA.participants``: A keeps only the clients whose message to A carries
+        the same triple, i.e. both halves of one ``prepare`` call. It tells A nothing A does
+        not already hold.
+        """
+        return {i: self._inbox[i][2] for i in sorted(self._inbox)}
 
     def aggregate(self, participants: ParticipantSet) -> AggB:
         """R = Σ_U r mod 2^64, P_B = Σ_U ρ^B mod r, C_U; signed; closes the round.
@@ -213,7 +265,7 @@ class ServerB(_Server):
             raise ProtocolError(f"round {t} was already answered (one answer per round)")
         if t != self.round_id:
             raise ProtocolError(f"round {t} is not the open round {self.round_id}")
-        payload = participants.payload(self.params.domain)
+        payload = participants.payload(self.params.context)
         if not verify_signature(self.a_pub.sign, payload, participants.signature):
             raise ProtocolError("the participant set is not signed by server A")
         ids = participants.ids

@@ -43,7 +43,7 @@ def trapdoor_key(params: JanusParams) -> tuple[CommitmentKey, list[int]]:
 
 def _resign(server, agg, **changes):
     unsigned = dataclasses.replace(agg, signature=b"", **changes)
-    signature = server.keys.sign(unsigned.payload(server.params.domain))
+    signature = server.keys.sign(unsigned.payload(server.params.context))
     return dataclasses.replace(unsigned, signature=signature)
 
 
@@ -63,11 +63,11 @@ class FaultyServerA(ServerA):
         ids = honest.ids[1:]
         unsigned = ParticipantSet(honest.round_id, ids, b"")
         return ParticipantSet(
-            honest.round_id, ids, self.keys.sign(unsigned.payload(self.params.domain))
+            honest.round_id, ids, self.keys.sign(unsigned.payload(self.params.context))
         )
 
     def aggregate(self, round_id: int):
-        first: Commitment = self._inbox[self._participants.ids[0]][2]
+        first: Commitment = self._inbox[self._participants.ids[0]][-1]
         out = super().aggregate(round_id)
         vector = out.vector.copy()
         if self.fault == "y":
@@ -143,7 +143,7 @@ class Federation:
             self.A.receive(msgs[i][0])
         for i in to_b:
             self.B.receive(msgs[i][1])
-        pset = self.A.participants(self.B.received)
+        pset = self.A.participants(self.B.bindings)
         agg_b = self.B.aggregate(pset)
         agg_a = self.A.aggregate(round_id)
         return agg_a, agg_b, msgs

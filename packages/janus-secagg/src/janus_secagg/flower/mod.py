@@ -59,7 +59,8 @@ def _train(msg, context, call_next, settings: dict):
     if AGG_A_KEY in config:
         agg_a = AggA.from_bytes(config[AGG_A_KEY])
         agg_b = b.fetch(agg_a.round_id, AggB)
-        msg.content["arrays"] = unflatten(client.finalize(agg_a, agg_b), template)
+        previous = int(config["server-round"]) - 1  # A may not replay an older aggregate
+        msg.content["arrays"] = unflatten(client.finalize(agg_a, agg_b, previous), template)
     reply = call_next(msg, context)
     if reply.has_error():
         return reply
@@ -96,8 +97,14 @@ def make_janus_mod(b_host: str, b_port: int, a_pub, b_pub, params=None, cache_di
             raise TypeError(f"`{name}` must be ServerPublicKeys or bytes")
         return value
 
+    try:
+        port = int(b_port)
+    except (TypeError, ValueError):
+        raise ValueError(f"`b_port` must be a port number, got {b_port!r:.40}") from None
+    if not 1 <= port <= 65535:
+        raise ValueError(f"`b_port` must be in [1, 65535], got {port}")
     settings = {
-        "b_host": str(b_host), "b_port": int(b_port), "a_pub": as_keys(a_pub, "a_pub"),
+        "b_host": str(b_host), "b_port": port, "a_pub": as_keys(a_pub, "a_pub"),
         "b_pub": as_keys(b_pub, "b_pub"), "params": dict(params or {}), "cache_dir": cache_dir,
     }  # fmt: skip
 

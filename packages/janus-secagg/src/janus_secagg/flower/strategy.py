@@ -92,10 +92,12 @@ def _strategy_class():
                 self.server.register(ClientPublicKey.from_bytes(msg.content["janus"][PUB_KEY]))
                 raw = msg.content["arrays"][TO_A_KEY].numpy().tobytes()
                 self.server.receive(ToA.from_bytes(raw))
-            agg_b = self.b.aggregate(self.server.participants(self.b.received()))
+            agg_b = self.b.aggregate(self.server.participants(self.b.bindings()))
             agg_a = self.server.aggregate(server_round)
             ck = CommitmentKey.derive(params, cache_dir=self.cache_dir)
-            X = verify_aggregate(params, ck, self.a_keys.public, self.b_pub, agg_a, agg_b)
+            X = verify_aggregate(
+                params, ck, self.a_keys.public, self.b_pub, agg_a, agg_b, round_id=server_round
+            )
             self._last = agg_a
             mean = dequantize(X, params)
             metrics = MetricRecord({"janus-participants": agg_a.count, "num-examples": int(X[-1])})
