@@ -284,12 +284,13 @@ def kernels(session: nox.Session) -> None:
         return
     selected, pytest_args = select(session, pool)
     for name, folder in selected.items():
-        venv = make_venv(
-            session,
-            f"kernels-{name}",
-            [f"{folder}[test]"],
-            stamp_files=(folder / "pyproject.toml",),
+        sources = tuple(  # rebuilt whenever a source, CMakeLists or pyproject changes
+            path
+            for path in sorted(folder.rglob("*"))
+            if path.is_file()
+            and not {"build", "dist", "__pycache__"} & set(path.relative_to(folder).parts)
         )
+        venv = make_venv(session, f"kernels-{name}", [f"{folder}[test]"], stamp_files=sources)
         session.run(
             _bin(venv, "python"), "-m", "pytest", str(folder / "tests"), *pytest_args, external=True
         )

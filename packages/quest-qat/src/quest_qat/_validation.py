@@ -1,0 +1,78 @@
+"""Argument checks shared by the public entry points (clear errors that name the argument)."""
+
+import numbers
+
+import torch
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def check_bits(bits, name: str = "bits", *, low: int = 1, high: int = 8) -> int:
+    """An int bit-width in ``[low, high]``; bools and floats such as 1.585 are rejected.
+
+    Raises
+    ------
+    ValueError
+        If `bits` is not an integer in ``[low, high]``.
+    """
+    if isinstance(bits, bool) or not isinstance(bits, numbers.Integral) or not low <= bits <= high:
+        raise ValueError(f"`{name}` must be an int in {low}..{high}, got {bits!r}")
+    return int(bits)
+
+
+def check_block(block, name: str = "block") -> int:
+    """A Hadamard block size: a power of 2, at least 1.
+
+    Raises
+    ------
+    ValueError
+        If `block` is not a positive power of 2.
+    """
+    if (
+        isinstance(block, bool)
+        or not isinstance(block, numbers.Integral)
+        or block < 1
+        or block & (block - 1)
+    ):
+        raise ValueError(f"`{name}` must be a power of 2, got {block!r}")
+    return int(block)
+
+
+def check_positive(value, name: str, *, allow_inf: bool = False) -> float:
+    """A positive real number (``inf`` allowed when `allow_inf`).
+
+    Raises
+    ------
+    ValueError
+        If `value` is not a positive real number.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"`{name}` must be a positive number, got {value!r}")
+    value = float(value)
+    if not (value > 0) or (value == float("inf") and not allow_inf) or value != value:
+        raise ValueError(f"`{name}` must be a positive number, got {value!r}")
+    return value
+
+
+def check_float_tensor(x, name: str = "x", *, finite: bool = True) -> torch.Tensor:
+    """A floating tensor with at least one dimension; integer input is a TypeError.
+
+    Raises
+    ------
+    TypeError
+        If `x` is not a tensor or not of a floating dtype.
+    ValueError
+        If `x` is 0-d or (when `finite`) holds NaN or infinity.
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"`{name}` must be a floating tensor (fp16/bf16/fp32/fp64), got {x.dtype}")
+    if x.dim() == 0:
+        raise ValueError(f"`{name}` must have at least one dimension, got a 0-d tensor")
+    if finite and x.numel():
+        with torch.no_grad():  # no autograd node (it would save x)
+            finite_all = bool(torch.isfinite(x).all())
+        if not finite_all:
+            raise ValueError(f"`{name}` holds NaN or infinity")
+    return x

@@ -1,0 +1,223 @@
+"""Model surgery in the torchao style: ``prepare_(model, QuESTConfig())`` before training,
+``convert_(model)`` after it (QuEST §3: every transformer linear layer is quantized; embeddings,
+the LM head, norms and attention stay in full precision).
+"""
+
+import warnings
+from dataclasses import asdict, dataclass
+
+from torch import nn
+
+from ._validation import check_bits, check_block, check_positive
+from .grid import GRIDS
+from .nn import QuESTInt4Linear, QuESTLinear, RotatedWeight
+from .quantizer import QuESTQuantizer
+
+ON_INCOMPATIBLE = ("raise", "skip")
+
+
+@dataclass
+class QuESTConfig:
+    """What :func:`prepare_` swaps in.
+
+    Parameters
+    ----------
+    w_bits : int or None, default=4
+        Weight bits, 1..8 (None: full precision).
+    a_bits : int or None, default=4
+        Activation bits, 1..8 (None: full precision, i.e. W4A16-style).
+    block : int or "auto", default=128
+        Hadamard block (paper: 128). "auto" (our extension) takes the largest power of 2 <= 128
+        that divides each layer's K.
+    trust : float, default=1.0
+        Trust factor s (units of Δ/2); ``inf`` = STE.
+    clip_scale : float, optional
+        Clip mode factor c (1 bit defaults to the paper's 1.30).
+    grid : {"int", "fp4"}, default="int"
+    sparse48 : bool, default=False
+        4:8 sparse weights (2.5 bits/param).
+    on_incompatible : {"raise", "skip"}, default="raise"
+        What to do with a layer whose K is not a multiple of `block`.
+
+    Raises
+    ------
+    ValueError
+        For any argument outside the ranges above.
+    """
+
+    w_bits: int | None = 4
+    a_bits: int | None = 4
+    block: int | str = 128
+    trust: float = 1.0
+    clip_scale: float | None = None
+    grid: str = "int"
+    sparse48: bool = False
+    on_incompatible: str = "raise"
+
+    def __post_init__(self):
+        if self.w_bits is None and self.a_bits is None:
+            raise ValueError("`w_bits` and `a_bits` cannot both be None: nothing to quantize")
+        if self.w_bits is not None:
+            check_bits(self.w_bits, "w_bits")
+        if self.a_bits is not None:
+            check_bits(self.a_bits, "a_bits")
+        if self.block != "auto":
+            check_block(self.block)
+        check_positive(self.trust, "trust", allow_inf=True)
+        if self.clip_scale is not None:
+            check_positive(self.clip_scale, "clip_scale")
+        if self.grid not in GRIDS:
+            raise ValueError(f"`grid` must be one of {GRIDS}, got {self.grid!r}")
+        if self.on_incompatible not in ON_INCOMPATIBLE:
+            raise ValueError(
+                f"`on_incompatible` must be one of {ON_INCOMPATIBLE}, got {self.on_incompatible!r}"
+            )
+
+    def to_dict(self) -> dict:
+        """The config as a plain dict (``QuESTConfig(**d)`` rebuilds it)."""
+        return asdict(self)
+
+
+def _auto_block(k: int) -> int:
+    block = 128
+    while k % block:
+        block //= 2
+    return block
+
+
+def _tied_ids(model: nn.Module) -> set[int]:
+    """ids of Parameters reachable from more than one module (tied weights)."""
+    owners: dict[int, int] = {}
+    for module in model.modules():
+        for p in module.parameters(recurse=False):
+            owners[id(p)] = owners.get(id(p), 0) + 1
+    return {pid for pid, n in owners.items() if n > 1}
+
+
+def _quantizer(bits, block, config, which):
+    if bits is None:
+        return None
+    if config.grid == "fp4" and bits != 4:
+        raise ValueError(f"grid='fp4' needs {which}_bits=4, got {bits}")
+    return QuESTQuantizer(
+        bits, block, config.trust, config.clip_scale, True, config.grid,
+        config.sparse48 and which == "w",
+    )  # fmt: skip
+
+
+def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None) -> nn.Module:
+    """Swap the ``nn.Linear`` layers of `model` for :class:`QuESTLinear`, in place.
+
+    Parameters
+    ----------
+    model : nn.Module
+    config : QuESTConfig, optional
+        Defaults to ``QuESTConfig()`` (W4A4, block 128, trust 1).
+    filter_fn : callable (module, fqn) -> bool, optional
+        Swap only where it returns True (as torchao's ``quantize_``). Layers named ``lm_head`` and
+        layers whose weight is tied to another module are always skipped.
+
+    Returns
+    -------
+    nn.Module
+        `model`, whose swapped layers keep the same weight/bias Parameters (state_dict keys and
+        optimizer state survive). A second call finds no ``nn.Linear`` left and changes nothing.
+
+    Raises
+    ------
+    TypeError
+        If `model` is not an nn.Module or `config` not a QuESTConfig.
+    ValueError
+        If a layer's K is not a multiple of the block (message names the layer, K and block)
+        and ``on_incompatible="raise"``.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
+    config = QuESTConfig() if config is None else config
+    if not isinstance(config, QuESTConfig):
+        raise TypeError(f"`config` must be a QuESTConfig, got {type(config).__name__}")
+    if filter_fn is not None and not callable(filter_fn):
+        raise TypeError("`filter_fn` must be callable (module, fqn) -> bool")
+    tied = _tied_ids(model)
+    targets = []
+    for fqn, module in model.named_modules():
+        if type(module) is not nn.Linear or fqn.split(".")[-1] == "lm_head":
+            continue
+        if id(module.weight) in tied or (filter_fn is not None and not filter_fn(module, fqn)):
+            continue
+        targets.append((fqn, module))
+    swapped = 0
+    for fqn, module in targets:
+        k = module.in_features
+        block = _auto_block(k) if config.block == "auto" else config.block
+        if k % block:
+            if config.on_incompatible == "skip":
+                continue
+            raise ValueError(
+                f"layer {fqn!r}: in_features K={k} is not a multiple of block={block} "
+                "(use block='auto' or on_incompatible='skip')"
+            )
+        wq = _quantizer(config.w_bits, block, config, "w")
+        aq = _quantizer(config.a_bits, block, config, "a")
+        _set(model, fqn, QuESTLinear.from_linear(module, wq or RotatedWeight(block), aq))
+        swapped += 1
+    if swapped == 0:
+        warnings.warn(
+            "prepare_ swapped no layer: no nn.Linear left outside lm_head, tied layers and "
+            "filter_fn (already prepared?)",
+            stacklevel=2,
+        )
+    return model
+
+
+def _set(model, fqn, layer):
+    parent_name, _, child = fqn.rpartition(".")
+    parent = model.get_submodule(parent_name) if parent_name else model
+    setattr(parent, child, layer)
+
+
+def convert_(model: nn.Module) -> nn.Module:
+    """Replace every :class:`QuESTLinear` of a prepared `model` with :class:`QuESTInt4Linear`.
+
+    Returns
+    -------
+    nn.Module
+        `model`, converted in place.
+
+    Raises
+    ------
+    TypeError
+        If `model` is not an nn.Module.
+    NotImplementedError
+        FP4 grids, more than 4 bits or full-precision activations.
+    ValueError
+        If a weight holds NaN or infinity.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
+    layers = [(fqn, m) for fqn, m in model.named_modules() if isinstance(m, QuESTLinear)]
+    for fqn, layer in layers:
+        _set(model, fqn, QuESTInt4Linear.from_quest(layer))
+    return model
+
+
+def mask_stats(model: nn.Module) -> dict[str, dict[str, float]]:
+    """Fraction of trusted entries in the last forward of each QuEST layer.
+
+    Returns
+    -------
+    dict
+        ``{fqn: {"weight": rate, "activation": rate}}`` (NaN before the first forward or for a
+        full-precision operand). QuEST §5 reports ~1-2% untrusted entries at 4 bits.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
+    out = {}
+    for fqn, m in model.named_modules():
+        if isinstance(m, QuESTLinear):
+            rates = {}
+            for name, q in (("weight", m.w_quantizer), ("activation", m.a_quantizer)):
+                rate = getattr(q, "mask_rate", None)
+                rates[name] = float("nan") if rate is None else float(rate)
+            out[fqn] = rates
+    return out

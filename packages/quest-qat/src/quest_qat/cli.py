@@ -1,0 +1,98 @@
+"""Console script of quest-qat, the library for "QuEST: Stable Training of LLMs with 1-Bit Weights
+and Activations" (ICML 2025).
+
+Commands: ``reproduce`` (the paper's headline claim on real text), ``grid`` (the MSE-optimal
+Gaussian scales), ``fit-scaling`` (refit the paper's scaling law on its 104 runs), ``bench``
+(time the layer against nn.Linear).
+"""
+
+import argparse
+
+from ._version import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``quest-qat`` console script."""
+    parser = argparse.ArgumentParser(prog="quest-qat", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    reproduce = commands.add_parser(
+        "reproduce",
+        help="measure the paper's headline claim on real input and write the report",
+        description="Measure the paper's headline claim on real input; write the report "
+        "as <out>/quest-qat.md and .json.",
+    )
+    reproduce.add_argument(
+        "--out", default="reports", help="directory of the report (default: reports)"
+    )
+    reproduce.add_argument(
+        "--full", action="store_true", help="600 steps x 2 seeds and the ablations (~30 min)"
+    )
+    reproduce.add_argument(
+        "--data", default=None, help="any text file instead of the Debian fortunes corpus"
+    )
+    commands.add_parser("grid", help="print α_b and the Gaussian MSE for b = 1..8")
+    fit = commands.add_parser("fit-scaling", help="refit the scaling law on the official runs")
+    fit.add_argument("--starts", choices=("quick", "paper"), default="quick")
+    bench = commands.add_parser("bench", help="time QuESTLinear fwd+bwd against nn.Linear")
+    bench.add_argument("--m", type=int, default=1024, help="tokens (default 1024)")
+    bench.add_argument("--k", type=int, default=1024, help="in = out features (default 1024)")
+    return parser
+
+
+def _grid() -> None:
+    from .grid import gaussian_mse, optimal_gaussian_scale
+
+    print("bits  alpha_b       MSE")
+    for b in range(1, 9):
+        print(f"{b:>4}  {optimal_gaussian_scale(b):.10f}  {gaussian_mse(b):.7f}")
+
+
+def _fit(starts: str) -> None:
+    from .scaling_law import ScalingLaw, load_paper_runs
+
+    law = ScalingLaw(starts).fit(load_paper_runs())
+    print(f"A {law.A_:.5f}  alpha {law.alpha_:.6f}  B {law.B_:.4f}  beta {law.beta_:.6f}  "
+          f"E {law.E_:.3g}  log-SSE {law.sse_:.7f}")  # fmt: skip
+    for label, eff in law.eff_.items():
+        print(f"eff({label}) = {eff:.6f}")
+
+
+def _bench(m: int, k: int) -> None:
+    import time
+
+    import torch
+    from torch import nn
+
+    from .api import QuESTConfig, prepare_
+
+    x = torch.randn(m, k)
+    for name in ("nn.Linear", "QuESTLinear W4A4"):
+        model = nn.Sequential(nn.Linear(k, k))
+        if name != "nn.Linear":
+            prepare_(model, QuESTConfig())
+        model(x).sum().backward()
+        start = time.perf_counter()
+        for _ in range(5):
+            model(x).sum().backward()
+        print(f"{name:<18} fwd+bwd {(time.perf_counter() - start) / 5 * 1e3:8.2f} ms")
+
+
+def main(argv=None) -> int:
+    """Run the console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    if args.command == "reproduce":
+        from . import reproduce  # imported here so that `--help` stays fast
+
+        try:
+            markdown, _ = reproduce.main(args.out, full=args.full, data=args.data)
+        except (ImportError, FileNotFoundError) as err:
+            raise SystemExit(f"quest-qat reproduce: {err}") from None
+        print(f"wrote {markdown} (and .json)")
+    elif args.command == "grid":
+        _grid()
+    elif args.command == "fit-scaling":
+        _fit(args.starts)
+    elif args.command == "bench":
+        _bench(args.m, args.k)
+    return 0

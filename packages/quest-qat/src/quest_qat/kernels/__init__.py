@@ -1,0 +1,1 @@
+"""QuEST kernels: the plain PyTorch reference beside the Triton kernels, one folder per op."""

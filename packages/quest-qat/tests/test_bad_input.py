@@ -1,0 +1,147 @@
+"""Spec test 14: every public entry point rejects bad input with a clear error."""
+
+import pytest
+import torch
+from quest_qat import (
+    AbsMaxSTEQuantizer,
+    LSQQuantizer,
+    PACTQuantizer,
+    QuESTConfig,
+    QuESTLinear,
+    QuESTQuantizer,
+    ScalingLaw,
+    block_hadamard,
+    convert_,
+    gaussian_mse,
+    hadamard_matrix,
+    int4_matmul,
+    mask_stats,
+    optimal_gaussian_scale,
+    pack_int4,
+    prepare_,
+    quantize_codes,
+    quest_quantize,
+    unpack_int4,
+)
+from quest_qat.data import load_fortunes, load_text
+from torch import nn
+
+X = torch.randn(4, 128)
+NAN = X.clone()
+NAN[0, 0] = float("nan")
+
+CASES = [
+    (lambda: optimal_gaussian_scale(1.585), ValueError, "bits"),
+    (lambda: optimal_gaussian_scale(0), ValueError, "bits"),
+    (lambda: optimal_gaussian_scale(9), ValueError, "bits"),
+    (lambda: optimal_gaussian_scale(True), ValueError, "bits"),
+    (lambda: gaussian_mse(4, scale=-1.0), ValueError, "scale"),
+    (lambda: gaussian_mse(3, grid="fp4"), ValueError, "bits"),
+    (lambda: gaussian_mse(4, grid="nf4"), ValueError, "grid"),
+    (lambda: hadamard_matrix(12), ValueError, "n"),
+    (lambda: block_hadamard(X, 96), ValueError, "block"),
+    (lambda: block_hadamard(torch.randn(2, 100)), ValueError, "K=100"),
+    (lambda: block_hadamard(torch.ones(2, 128, dtype=torch.int32)), TypeError, "x"),
+    (lambda: quest_quantize(X, 1.585), ValueError, "bits"),
+    (lambda: quest_quantize(X, 9), ValueError, "bits"),
+    (lambda: quest_quantize(X, True), ValueError, "bits"),
+    (lambda: quest_quantize(X, 4, block=100), ValueError, "block"),
+    (lambda: quest_quantize(torch.randn(3, 200), 4), ValueError, "block=128"),
+    (lambda: quest_quantize(torch.ones(2, 128, dtype=torch.int64)), TypeError, "x"),
+    (lambda: quest_quantize([1.0, 2.0]), TypeError, "x"),
+    (lambda: quest_quantize(NAN), ValueError, "NaN"),
+    (lambda: quest_quantize(torch.tensor(1.0)), ValueError, "dimension"),
+    (lambda: quest_quantize(X, trust=0.0), ValueError, "trust"),
+    (lambda: quest_quantize(X, clip_scale=-1.0), ValueError, "clip_scale"),
+    (lambda: quest_quantize(X, grid="nf4"), ValueError, "grid"),
+    (lambda: quest_quantize(X, 2, grid="fp4"), ValueError, "bits"),
+    (lambda: quantize_codes(NAN), ValueError, "NaN"),
+    (lambda: quantize_codes(X, 0), ValueError, "bits"),
+    (lambda: QuESTQuantizer(4, block=3), ValueError, "block"),
+    (lambda: QuESTQuantizer(4, sparse48=True, block=4), ValueError, "sparse48"),
+    (lambda: QuESTQuantizer(4)(torch.ones(2, 128, dtype=torch.int8)), TypeError, "x"),
+    (lambda: QuESTQuantizer(4)(torch.randn(2, 64)), ValueError, "K=64"),
+    (lambda: AbsMaxSTEQuantizer(0), ValueError, "bits"),
+    (lambda: LSQQuantizer(1), ValueError, "bits"),
+    (lambda: LSQQuantizer(4, step_init=-1.0), ValueError, "step_init"),
+    (lambda: PACTQuantizer(4, clip_init=0.0), ValueError, "clip_init"),
+    (lambda: QuESTConfig(w_bits=1.585), ValueError, "w_bits"),
+    (lambda: QuESTConfig(a_bits=9), ValueError, "a_bits"),
+    (lambda: QuESTConfig(None, None), ValueError, "w_bits"),
+    (lambda: QuESTConfig(block=100), ValueError, "block"),
+    (lambda: QuESTConfig(on_incompatible="ignore"), ValueError, "on_incompatible"),
+    (lambda: prepare_("model"), TypeError, "model"),
+    (lambda: prepare_(nn.Linear(128, 4), {"w_bits": 4}), TypeError, "config"),
+    (lambda: prepare_(nn.Sequential(nn.Linear(100, 4))), ValueError, r"'0'.*K=100.*block=128"),
+    (lambda: convert_(3), TypeError, "model"),
+    (lambda: mask_stats(None), TypeError, "model"),
+    (
+        lambda: QuESTLinear.from_linear(
+            nn.Linear(128, 4), QuESTQuantizer(4), QuESTQuantizer(4, half=False)
+        ),
+        ValueError,
+        "half",
+    ),
+    (lambda: QuESTLinear.from_linear(nn.Conv1d(1, 1, 1), QuESTQuantizer(4)), TypeError, "linear"),
+    (lambda: prepare_(nn.Sequential(nn.Linear(128, 4)))(torch.randn(2, 64)), ValueError, "K=128"),
+    (
+        lambda: convert_(prepare_(nn.Sequential(nn.Linear(128, 4))))(torch.randn(2, 64)),
+        ValueError,
+        "K=128",
+    ),
+    (lambda: pack_int4(torch.tensor([[9, 0]], dtype=torch.int8)), ValueError, "codes"),
+    (lambda: pack_int4(torch.tensor([[1, 0, 2]], dtype=torch.int8)), ValueError, "even"),
+    (lambda: pack_int4(torch.tensor([[1.0, 0.0]])), TypeError, "codes"),
+    (lambda: unpack_int4(torch.tensor([1, 2])), TypeError, "packed"),
+    (
+        lambda: int4_matmul(
+            torch.zeros(2, 8, dtype=torch.int8), torch.zeros(3, 3, dtype=torch.uint8)
+        ),
+        ValueError,
+        "disagree",
+    ),
+    (lambda: ScalingLaw("slow").fit([{"N": 1, "D": 1, "P": 4, "L": 1}]), ValueError, "starts"),
+    (
+        lambda: ScalingLaw(starts=[[1, 2]]).fit([{"N": 1, "D": 1, "P": 4, "L": 1}]),
+        ValueError,
+        "starts",
+    ),
+    (lambda: ScalingLaw().fit([]), ValueError, "runs"),
+    (lambda: ScalingLaw().fit([{"N": 1}]), ValueError, "runs"),
+    (lambda: ScalingLaw().fit([{"N": -1, "D": 1, "P": 4, "L": 1}]), ValueError, "N"),
+    (lambda: ScalingLaw().predict(1e6, 1e9, 4), RuntimeError, "fit"),
+    (lambda: load_fortunes("/nonexistent"), FileNotFoundError, "fortunes"),
+    (lambda: load_text("/nonexistent.txt"), FileNotFoundError, "data"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"), CASES, ids=[f"case{i}" for i in range(len(CASES))]
+)
+def test_bad_input_raises(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_predict_rejects_bad_arguments():
+    from quest_qat import PAPER_SCALING_LAW
+
+    for args, match in [
+        ((0, 1e9, 4), "N"),
+        ((1e6, float("nan"), 4), "D"),
+        ((1e6, 1e9, "3WO7"), "P"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            PAPER_SCALING_LAW.predict(*args)
+
+
+def test_incompatible_layer_can_be_skipped():
+    model = prepare_(nn.Sequential(nn.Linear(100, 4), nn.Linear(4 * 32, 2)),
+                     QuESTConfig(on_incompatible="skip"))  # fmt: skip
+    assert type(model[0]) is nn.Linear
+    assert isinstance(model[1], QuESTLinear)
+
+
+def test_one_bit_defaults_to_clip():
+    assert QuESTQuantizer(1).clip_scale == 1.30
+    assert QuESTQuantizer(1, rotate=False).clip_scale == 1.25

@@ -1,0 +1,49 @@
+"""The console script: help, version, and the small commands."""
+
+import pytest
+from quest_qat import __version__
+from quest_qat.cli import main
+
+
+def test_help_lists_the_commands(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("reproduce", "grid", "fit-scaling", "bench"):
+        assert command in out
+
+
+def test_reproduce_help_lists_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reproduce", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--out" in out
+    assert "--full" in out
+    assert "--data" in out
+
+
+def test_version_is_printed(capsys):
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert __version__ in capsys.readouterr().out
+
+
+def test_grid_prints_the_table(capsys):
+    assert main(["grid"]) == 0
+    out = capsys.readouterr().out
+    assert "2.5139305786" in out
+    assert "0.0115429" in out
+
+
+def test_bench_prints_both_layers(capsys):
+    assert main(["bench", "--m", "64", "--k", "128"]) == 0
+    out = capsys.readouterr().out
+    assert "nn.Linear" in out
+    assert "QuESTLinear" in out
+
+
+def test_reproduce_without_corpus_exits_cleanly(tmp_path):
+    with pytest.raises(SystemExit, match="not found"):
+        main(["reproduce", "--out", str(tmp_path), "--data", str(tmp_path / "missing.txt")])
