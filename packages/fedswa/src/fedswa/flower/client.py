@@ -1,0 +1,133 @@
+"""The Flower ClientApp: :func:`fedswa.local_update` with ``c_i`` kept in ``context.state``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+from ..control import ClientControl, zeros_like_params
+from ..local import local_update
+from ..metrics import accuracy
+from ..simulate import ShuffledBatches, client_seed
+from .records import pack_update, to_state_dict
+
+if TYPE_CHECKING:
+    from flwr.app import Context, Message
+    from flwr.clientapp import ClientApp
+
+__all__ = ["make_client_app", "STATE_KEY"]
+
+STATE_KEY = "fedswa-c-local"
+
+
+def _partition(context: Context) -> tuple[int, int]:
+    try:
+        return int(context.node_config["partition-id"]), int(context.node_config["num-partitions"])
+    except KeyError as err:
+        raise ValueError(
+            "the SuperNode's node config needs `partition-id` and `num-partitions`, e.g. "
+            '--node-config "partition-id=0 num-partitions=2"'
+        ) from err
+
+
+def make_client_app(
+    model_fn: Callable[[], torch.nn.Module],
+    data_fn: Callable[[int, int], tuple[torch.Tensor, torch.Tensor]],
+    *,
+    loss_fn: Callable = F.cross_entropy,
+) -> ClientApp:
+    """A ClientApp running one local round per ``train`` message.
+
+    Parameters
+    ----------
+    model_fn : callable
+        ``model_fn() -> nn.Module`` with the server model's architecture (weights are replaced).
+    data_fn : callable
+        ``data_fn(partition_id, num_partitions) -> (x [n_i, ...], y [n_i])``: this client's data.
+    loss_fn : callable, default=torch.nn.functional.cross_entropy
+
+    Returns
+    -------
+    flwr.clientapp.ClientApp
+        ``train``: reads ``arrays`` (``x_t``), ``control`` (``c``) and ``config`` (see
+        :class:`~fedswa.flower.FedAvgSWA`), runs :func:`~fedswa.local.local_update` on
+        :class:`~fedswa.simulate.ShuffledBatches` seeded by
+        :func:`~fedswa.simulate.client_seed`, stores ``c_i+`` in ``context.state`` and replies
+        with ONE ArrayRecord (``model/<name>``, ``control/<name>``) and a MetricRecord
+        (``num-examples``, ``train-loss``, ``lr-sum``, ``steps``, ``partition-id``,
+        ``control-norm``). ``evaluate``: loss and accuracy of ``x_t`` on the client's data.
+
+    Notes
+    -----
+    The node config must hold ``partition-id`` and ``num-partitions`` (the simulation engine
+    sets them; SuperNodes take ``--node-config``).
+    """
+    from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
+    from flwr.clientapp import ClientApp
+
+    app = ClientApp()
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        pid, num = _partition(context)
+        x, y = data_fn(pid, num)
+        cfg = msg.content["config"]
+        model = model_fn()
+        model.load_state_dict(to_state_dict(msg.content["arrays"]))
+        control, kind = None, str(cfg["control-kind"])
+        if kind != "none":
+            zeros = zeros_like_params(model)
+            c = to_state_dict(msg.content["control"]) if "control" in msg.content else {}
+            ci = to_state_dict(context.state[STATE_KEY]) if STATE_KEY in context.state else {}
+            control = ClientControl(c or zeros, ci or {k: v.clone() for k, v in zeros.items()})
+        t = int(cfg["server-round"]) - 1
+        clip, sam = float(cfg["clip-norm"]), float(cfg["sam-rho"])
+        res = local_update(
+            model,
+            ShuffledBatches(x, y, int(cfg["batch-size"]), client_seed(int(cfg["seed"]), t, pid)),
+            steps=int(cfg["local-steps"]),
+            eta=float(cfg["eta"]),
+            rho=float(cfg["rho"]),
+            weight_decay=float(cfg["weight-decay"]),
+            clip_norm=clip if clip > 0 else None,
+            sam_rho=sam if sam > 0 else None,
+            loss_fn=loss_fn,
+            control=control,
+            num_examples=len(x),
+        )
+        upload, norm = None, 0.0
+        if control is not None:
+            context.state[STATE_KEY] = ArrayRecord(res.new_control)
+            upload = res.local_control_delta if kind == "local" else res.control_delta
+            norm = float(sum(v.square().sum() for v in res.new_control.values()) ** 0.5)
+        metrics = MetricRecord(
+            {
+                "num-examples": res.num_examples,
+                "train-loss": res.loss,
+                "lr-sum": res.lr_sum,
+                "steps": res.steps,
+                "partition-id": pid,
+                "control-norm": norm,
+            }
+        )
+        content = RecordDict({"update": pack_update(res.delta, upload), "metrics": metrics})
+        return Message(content=content, reply_to=msg)
+
+    @app.evaluate()
+    def evaluate(msg: Message, context: Context) -> Message:
+        pid, num = _partition(context)
+        x, y = data_fn(pid, num)
+        model = model_fn()
+        model.load_state_dict(to_state_dict(msg.content["arrays"]))
+        model.eval()
+        with torch.no_grad():
+            loss = float(loss_fn(model(x), y))
+        metrics = MetricRecord(
+            {"num-examples": len(x), "loss": loss, "accuracy": accuracy(model, x, y)}
+        )
+        return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)
+
+    return app

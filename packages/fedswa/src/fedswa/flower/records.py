@@ -1,0 +1,82 @@
+"""Flower records of a client reply: ONE ArrayRecord with ``model/<name>`` (the update
+``Delta_i``) and ``control/<name>`` (the control upload) keys, plus a MetricRecord."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..local import LocalResult
+
+if TYPE_CHECKING:
+    from flwr.app import ArrayRecord
+
+__all__ = ["MODEL_PREFIX", "CONTROL_PREFIX", "pack_update", "unpack_update", "to_state_dict"]
+
+MODEL_PREFIX = "model/"
+CONTROL_PREFIX = "control/"
+
+
+def to_state_dict(record: ArrayRecord) -> dict[str, torch.Tensor]:
+    """``ArrayRecord`` -> ``{name: Tensor}`` (dtypes kept: int64 stays int64)."""
+    return dict(record.to_torch_state_dict())
+
+
+def pack_update(delta: dict, control_upload: dict | None) -> ArrayRecord:
+    """One ArrayRecord holding ``model/<name>`` = `delta` and ``control/<name>`` = the upload.
+
+    Parameters
+    ----------
+    delta : dict of str to Tensor
+        ``Delta_i = y_{i,K} - x_t`` (float ``state_dict`` entries).
+    control_upload : dict of str to Tensor or None
+        ``c_i+ - c`` (FedMoSWA) or ``c_i+ - c_i`` (SCAFFOLD); ``None`` without controls.
+    """
+    from flwr.app import ArrayRecord
+
+    arrays = {MODEL_PREFIX + k: v.detach().contiguous() for k, v in delta.items()}
+    for k, v in (control_upload or {}).items():
+        arrays[CONTROL_PREFIX + k] = v.detach().contiguous()
+    return ArrayRecord(arrays)
+
+
+def unpack_update(record: ArrayRecord, metrics, control_key: str) -> LocalResult:
+    """Rebuild the :class:`~fedswa.local.LocalResult` the server needs from a reply.
+
+    Parameters
+    ----------
+    record : ArrayRecord
+        As written by :func:`pack_update`.
+    metrics : MetricRecord
+        With ``num-examples``, ``train-loss``, ``lr-sum`` and ``steps``.
+    control_key : {"control_delta", "local_control_delta"}
+        Which :class:`LocalResult` field the control upload fills.
+
+    Raises
+    ------
+    ValueError
+        If a key has neither prefix.
+    """
+    delta, control = {}, {}
+    for key, value in to_state_dict(record).items():
+        if key.startswith(MODEL_PREFIX):
+            delta[key[len(MODEL_PREFIX) :]] = value
+        elif key.startswith(CONTROL_PREFIX):
+            control[key[len(CONTROL_PREFIX) :]] = value
+        else:
+            raise ValueError(
+                f"reply key {key!r} has neither the 'model/' nor the 'control/' prefix"
+            )
+    uploads = {"control_delta": None, "local_control_delta": None}
+    if control:
+        uploads[control_key] = control
+    return LocalResult(
+        delta=delta,
+        new_control=None,
+        num_examples=int(metrics["num-examples"]),
+        lr_sum=float(metrics["lr-sum"]),
+        loss=float(metrics["train-loss"]),
+        steps=int(metrics["steps"]),
+        **uploads,
+    )

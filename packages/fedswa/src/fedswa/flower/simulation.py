@@ -1,0 +1,45 @@
+"""One Flower simulation (``flwr.simulation.run_simulation``, Ray) of the ready app, in this
+process. Ray allows one simulation per process (flower #1152): call it in a fresh process for
+each run."""
+
+from __future__ import annotations
+
+from .app import make_client_app_from_config, make_server_app
+
+__all__ = ["simulate"]
+
+
+def simulate(overrides: dict, num_supernodes: int, num_cpus: int = 2) -> dict:
+    """Run the app of :mod:`fedswa.flower.app` on `num_supernodes` virtual SuperNodes.
+
+    Parameters
+    ----------
+    overrides : dict
+        Run-config entries (see :data:`fedswa.flower.app.DEFAULTS`).
+    num_supernodes : int
+        Virtual SuperNodes; node ``i`` gets ``partition-id = i``.
+    num_cpus : int, default=2
+        CPUs given to Ray; each ClientApp takes one.
+
+    Returns
+    -------
+    dict
+        ``state`` (final ``state_dict``), ``control``, ``accuracy`` (per round, centralised
+        test accuracy) and ``train`` (aggregated client metrics per round).
+    """
+    from flwr.simulation import run_simulation
+
+    captured = {}
+    settings = {**overrides, "min-nodes": num_supernodes}
+    run_simulation(
+        server_app=make_server_app(settings, on_result=captured.update),
+        client_app=make_client_app_from_config(settings),
+        num_supernodes=num_supernodes,
+        backend_config={
+            "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+            "init_args": {"num_cpus": num_cpus, "include_dashboard": False},
+        },
+    )
+    if not captured:
+        raise RuntimeError("the Flower simulation ended without a result (see its log above)")
+    return captured

@@ -1,0 +1,279 @@
+"""In-process reference driver: rounds of sampled clients over :func:`local_update` and
+:func:`server_step`, deterministic and resumable per round.
+
+Flower's engines (``fedswa.flower``) run the same two functions; this driver is what the tests
+compare them with and what ``fedswa reproduce`` runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from icml25_core import check_scalar, progress
+
+from .algorithms import AlgorithmConfig, get_algorithm
+from .control import ClientControl, ControlStore, zeros_like_params
+from .local import local_update
+from .schedule import round_lr
+from .server import ServerState, server_step
+
+__all__ = ["History", "ShuffledBatches", "run_federated", "sample_clients", "client_seed"]
+
+
+def client_seed(seed: int, round_index: int, client_id: int) -> int:
+    """The minibatch-shuffling seed of client `client_id` in round `round_index` (0-based).
+
+    Derived from ``numpy.random.SeedSequence([seed, round_index, client_id])`` so that it
+    depends on the client, never on the worker or node that trains it.
+    """
+    return int(np.random.SeedSequence([seed, round_index, client_id]).generate_state(1)[0])
+
+
+def sample_clients(num_clients: int, clients_per_round: int, seed: int, round_index: int):
+    """Ids of the clients sampled in round `round_index`, sorted (uniform without replacement)."""
+    rng = np.random.default_rng([seed, round_index, 2**31 - 1])
+    chosen = rng.choice(num_clients, size=clients_per_round, replace=False)
+    return sorted(int(c) for c in chosen)
+
+
+class ShuffledBatches:
+    """Minibatches of ``(x, y)`` in a fresh random order at every pass (re-iterable).
+
+    Parameters
+    ----------
+    x : Tensor, shape [N, ...]
+    y : Tensor, shape [N, ...]
+    batch_size : int
+        Examples per batch; the last batch of a pass may be smaller.
+    seed : int
+        Seed of the ``torch.Generator`` drawing the permutations.
+    """
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int, seed: int):
+        if len(x) != len(y):
+            raise ValueError(f"`x` and `y` differ in length ({len(x)} vs {len(y)})")
+        if len(x) == 0:
+            raise ValueError("`x` is empty")
+        self.x, self.y = x, y
+        self.batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __len__(self) -> int:
+        return -(-len(self.x) // self.batch_size)
+
+    def __iter__(self):
+        order = torch.randperm(len(self.x), generator=self.generator)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            yield self.x[idx], self.y[idx]
+
+
+@dataclass
+class History:
+    """What :func:`run_federated` returns.
+
+    Attributes
+    ----------
+    rounds : list of dict
+        Per round: ``round`` (1-based), ``eta`` (peak local rate), ``clients``, ``train_loss``
+        (weighted mean over the sampled clients) and whatever ``eval_fn`` returned.
+    state : ServerState
+        The final global state.
+    controls : ControlStore or None
+        Every client's ``c_i`` (algorithms with controls).
+    """
+
+    rounds: list = field(default_factory=list)
+    state: ServerState | None = None
+    controls: ControlStore | None = None
+
+    def metric(self, name: str) -> list:
+        """The values of `name` over the rounds (``None`` where a round lacks it)."""
+        return [r.get(name) for r in self.rounds]
+
+
+def _check_partitions(partitions):
+    if not isinstance(partitions, Sequence) or len(partitions) == 0:
+        raise ValueError("`partitions` must be a non-empty sequence of (x, y) tensor pairs")
+    for i, part in enumerate(partitions):
+        if not (isinstance(part, tuple | list) and len(part) == 2):
+            raise TypeError(f"`partitions[{i}]` must be a pair (x, y) of tensors")
+        x, y = part
+        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+            raise TypeError(f"`partitions[{i}]` must hold tensors")
+        if len(x) == 0 or len(x) != len(y):
+            raise ValueError(f"`partitions[{i}]` is empty or its x and y differ in length")
+
+
+def _save(path: Path, payload: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def run_federated(
+    model_fn: Callable[[], torch.nn.Module],
+    partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    algorithm: str | AlgorithmConfig,
+    *,
+    rounds: int,
+    clients_per_round: int,
+    local_steps: int,
+    batch_size: int,
+    eta0: float,
+    seed: int = 0,
+    eval_fn: Callable[[torch.nn.Module], dict] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    loss_fn: Callable = F.cross_entropy,
+    show_progress: bool = False,
+) -> History:
+    """Run federated training in this process; every random choice is seeded.
+
+    Round ``t = 0..T-1``: the peak rate is ``lr_factor * round_lr(t, T, eta0)``; clients are
+    drawn by :func:`sample_clients`; each runs :func:`~fedswa.local.local_update` on
+    :class:`ShuffledBatches` seeded by :func:`client_seed`; the server applies
+    :func:`~fedswa.server.server_step` with the results keyed by client id.
+
+    Parameters
+    ----------
+    model_fn : callable
+        ``model_fn() -> nn.Module``; called once after ``torch.manual_seed(seed)``.
+    partitions : sequence of (Tensor [n_i, ...], Tensor [n_i])
+        Client ``i``'s data; ``n_i`` is its aggregation weight.
+    algorithm : str or AlgorithmConfig
+        A name of :data:`~fedswa.algorithms.ALGORITHMS` or a configuration.
+    rounds : int
+        ``T >= 1``.
+    clients_per_round : int
+        ``1 <= |S| <= len(partitions)``.
+    local_steps : int
+        ``K >= 1``.
+    batch_size : int
+        ``>= 1``.
+    eta0 : float
+        Round-0 rate ``> 0`` (before ``lr_factor``).
+    seed : int, default=0
+    eval_fn : callable, optional
+        ``eval_fn(model) -> dict`` of metrics, called after every round.
+    checkpoint : path, optional
+        File rewritten after each round (``torch.save``); an existing one with the same settings
+        is resumed from its last round.
+    loss_fn : callable, default=torch.nn.functional.cross_entropy
+    show_progress : bool, default=False
+        A progress bar over the rounds.
+
+    Returns
+    -------
+    History
+
+    Raises
+    ------
+    ValueError
+        If a size is out of range, `partitions` is empty or malformed, or a checkpoint holds
+        other settings.
+    FloatingPointError
+        If a client diverges (the client is named).
+    """
+    cfg = get_algorithm(algorithm) if isinstance(algorithm, str) else algorithm
+    if not isinstance(cfg, AlgorithmConfig):
+        raise TypeError(f"`algorithm` must be a name or an AlgorithmConfig, got {type(cfg)}")
+    _check_partitions(partitions)
+    rounds = check_scalar(rounds, "rounds", kind=int, low=1)
+    clients_per_round = check_scalar(
+        clients_per_round, "clients_per_round", kind=int, low=1, high=len(partitions)
+    )
+    local_steps = check_scalar(local_steps, "local_steps", kind=int, low=1)
+    batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
+    eta0 = check_scalar(eta0, "eta0", low=0.0, inclusive="neither")
+    seed = check_scalar(seed, "seed", kind=int, low=0)
+
+    torch.manual_seed(seed)
+    model = model_fn()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"`model_fn` must return an nn.Module, got {type(model).__name__}")
+    template = zeros_like_params(model) if cfg.uses_control else None
+    state = ServerState({k: v.detach().clone() for k, v in model.state_dict().items()}, template, 0)
+    controls = ControlStore(template) if cfg.uses_control else None
+    history = History(state=state, controls=controls)
+    settings = {
+        "algorithm": repr(cfg), "rounds": rounds, "clients_per_round": clients_per_round,
+        "local_steps": local_steps, "batch_size": batch_size, "eta0": eta0, "seed": seed,
+        "num_clients": len(partitions),
+    }  # fmt: skip
+    path = Path(checkpoint) if checkpoint is not None else None
+    if path is not None and path.exists():
+        saved = torch.load(path, weights_only=False)
+        if saved["settings"] != settings:
+            raise ValueError(f"`checkpoint` {path} holds a run with other settings")
+        history.rounds, history.state = saved["rounds"], saved["state"]
+        if controls is not None:
+            controls.load_state_dict(saved["controls"])
+
+    participation = clients_per_round / len(partitions) if cfg.scale_by_participation else None
+    todo = range(history.state.round, rounds)
+    for t in progress(todo, desc=cfg.name, unit="round", disable=not show_progress):
+        state = history.state
+        eta = cfg.lr_factor * round_lr(t, rounds, eta0, cfg.lr_schedule)
+        model.load_state_dict(state.model_state)
+        results = {}
+        for cid in sample_clients(len(partitions), clients_per_round, seed, t):
+            x, y = partitions[cid]
+            control = (
+                ClientControl(state.control, controls.get(cid)) if controls is not None else None
+            )
+            results[cid] = local_update(
+                model,
+                ShuffledBatches(x, y, batch_size, client_seed(seed, t, cid)),
+                steps=local_steps,
+                eta=eta,
+                rho=cfg.rho,
+                weight_decay=cfg.weight_decay,
+                clip_norm=cfg.clip_norm,
+                loss_fn=loss_fn,
+                control=control,
+                sam_rho=cfg.sam_rho,
+                num_examples=len(x),
+            )
+        state = server_step(
+            state,
+            results,
+            alpha=cfg.alpha,
+            gamma=cfg.gamma if cfg.uses_control else None,
+            weights=cfg.weights,
+            warm_start=cfg.warm_start,
+            participation=participation,
+            control_key=cfg.control_key,
+        )
+        if controls is not None:
+            for cid, res in results.items():
+                controls.put(cid, res.new_control)
+        total = sum(r.num_examples for r in results.values())
+        record = {
+            "round": t + 1,
+            "eta": eta,
+            "clients": sorted(results),
+            "train_loss": sum(r.loss * r.num_examples for r in results.values()) / total,
+        }
+        if eval_fn is not None:
+            model.load_state_dict(state.model_state)
+            record.update(eval_fn(model))
+        history.rounds.append(record)
+        history.state = state
+        if path is not None:
+            _save(
+                path,
+                {
+                    "settings": settings,
+                    "rounds": history.rounds,
+                    "state": state,
+                    "controls": controls.state_dict() if controls else None,
+                },
+            )
+    return history

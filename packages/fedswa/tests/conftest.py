@@ -1,0 +1,9 @@
+"""One thread per process (2 shared cores); puts tests/ on sys.path for ``_helpers``."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+torch.set_num_threads(1)

@@ -1,0 +1,254 @@
+"""Spec tests 7, 8 (Flower side) and 11: Flower strategies and ClientApp called directly, no Ray.
+
+Rounds are driven by hand: ``configure_train`` -> each message to its node's ClientApp with that
+node's ``Context`` -> ``aggregate_train`` on the replies.
+"""
+
+import pytest
+import torch
+from fedswa import ClientControl, ServerState, get_algorithm, local_update, server_step
+from fedswa.flower import FedMoSWA, FedSWA, Scaffold, make_client_app, pack_update, strategy_for
+from fedswa.flower.client import STATE_KEY
+from fedswa.simulate import ShuffledBatches, client_seed
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+
+NUM = 3
+
+
+@pytest.fixture(autouse=True)
+def task_identity():
+    """Messages read the run id of the process's task, which Flower's runtimes set; set it here
+    as a ServerApp process would have it."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    saved = TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 0
+    yield
+    TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
+
+
+torch.manual_seed(0)
+DATA = [(torch.randn(24, 4), torch.randint(0, 3, (24,))) for _ in range(NUM)]
+
+
+def model_fn():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(4, 5), torch.nn.BatchNorm1d(5), torch.nn.ReLU(), torch.nn.Linear(5, 3)
+    )
+
+
+def data_fn(pid, num):
+    return DATA[pid]
+
+
+class Grid:
+    """The part of ``flwr.serverapp.Grid`` the strategies use: the connected node ids."""
+
+    def __init__(self, node_ids):
+        self.node_ids = list(node_ids)
+
+    def get_node_ids(self):
+        return list(self.node_ids)
+
+
+def _context(node_id, pid):
+    return Context(
+        run_id=1, node_id=node_id, node_config={"partition-id": pid, "num-partitions": NUM},
+        state=RecordDict(), run_config={},
+    )  # fmt: skip
+
+
+def _drive(strategy, assignment, rounds, reply_order=None):
+    """Run `rounds` rounds; node ``n`` hosts partition ``assignment[n]``. Returns the final
+    state dict and each partition's stored control."""
+    app = make_client_app(model_fn, data_fn)
+    contexts = {node: _context(node, pid) for node, pid in assignment.items()}
+    arrays = ArrayRecord(model_fn().state_dict())
+    grid = Grid(sorted(contexts))
+    for rnd in range(1, rounds + 1):
+        messages = strategy.configure_train(rnd, arrays, ConfigRecord(), grid)
+        replies = [app(m, contexts[m.metadata.dst_node_id]) for m in messages]
+        if reply_order is not None:
+            replies = reply_order(replies)
+        arrays, _ = strategy.aggregate_train(rnd, replies)
+    controls = {
+        int(ctx.node_config["partition-id"]): ctx.state[STATE_KEY].to_torch_state_dict()
+        for ctx in contexts.values()
+        if STATE_KEY in ctx.state
+    }
+    return arrays.to_torch_state_dict(), controls
+
+
+def _strategy(cls=FedMoSWA, **kwargs):
+    args = dict(
+        num_rounds=3, eta0=0.1, local_steps=4, batch_size=8, seed=5, min_available_nodes=1,
+        min_train_nodes=1,
+    )  # fmt: skip
+    args.update(kwargs)
+    return cls(**args)
+
+
+def test_client_app_equals_local_update_and_remembers_its_control():
+    app = make_client_app(model_fn, data_fn)
+    strategy = _strategy()
+    ctx = _context(11, 1)
+    arrays = ArrayRecord(model_fn().state_dict())
+    msg = next(iter(strategy.configure_train(1, arrays, ConfigRecord(), Grid([11]))))
+    reply = app(msg, ctx)
+    cfg = strategy.config
+    eta = strategy.train_config(1)["eta"]
+    zeros = {k: torch.zeros_like(v) for k, v in model_fn().named_parameters()}
+    expected = local_update(
+        model_fn(), ShuffledBatches(*DATA[1], 8, client_seed(5, 0, 1)), steps=4, eta=eta,
+        rho=cfg.rho, control=ClientControl(zeros, dict(zeros)), num_examples=24,
+    )  # fmt: skip
+    got = reply.content["update"].to_torch_state_dict()
+    for k, v in expected.delta.items():
+        assert torch.equal(got["model/" + k], v), k
+    for k, v in expected.control_delta.items():
+        assert torch.equal(got["control/" + k], v), k
+    stored = ctx.state[STATE_KEY].to_torch_state_dict()
+    assert all(torch.equal(stored[k], expected.new_control[k]) for k in stored)
+    assert reply.content["metrics"]["num-examples"] == 24
+    # second round, same context: the client trains with the c_i it stored
+    c = {k: torch.full_like(v, 0.01) for k, v in zeros.items()}
+    strategy.control = c
+    msg2 = next(iter(strategy.configure_train(2, arrays, ConfigRecord(), Grid([11]))))
+    reply2 = app(msg2, ctx)
+    expected2 = local_update(
+        model_fn(), ShuffledBatches(*DATA[1], 8, client_seed(5, 1, 1)), steps=4,
+        eta=strategy.train_config(2)["eta"], rho=cfg.rho,
+        control=ClientControl(c, expected.new_control), num_examples=24,
+    )  # fmt: skip
+    got2 = reply2.content["update"].to_torch_state_dict()
+    for k, v in expected2.delta.items():
+        assert torch.equal(got2["model/" + k], v), k
+
+
+def _reply(request, result, pid, control_key):
+    upload = getattr(result, control_key)
+    metrics = MetricRecord(
+        {"num-examples": result.num_examples, "train-loss": result.loss, "lr-sum": result.lr_sum,
+         "steps": result.steps, "partition-id": pid, "control-norm": 0.0}
+    )  # fmt: skip
+    content = RecordDict({"update": pack_update(result.delta, upload), "metrics": metrics})
+    return Message(content=content, reply_to=request)
+
+
+@pytest.mark.parametrize("name", ["fedswa", "fedmoswa", "scaffold", "fedsam"])
+def test_aggregate_train_equals_server_step(name):
+    strategy = strategy_for(
+        name, num_rounds=3, eta0=0.1, local_steps=4, batch_size=8, seed=5, alpha=0.5,
+        min_available_nodes=1, min_train_nodes=1, fraction_train=0.75,
+    )  # fmt: skip
+    cfg = strategy.config
+    model = model_fn()
+    arrays = ArrayRecord(model.state_dict())
+    grid = Grid([101, 102, 103, 104])  # one node stays idle: participation 3/4
+    messages = list(strategy.configure_train(1, arrays, ConfigRecord(), grid))
+    assert len(messages) == 3
+    zeros = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+    results = {}
+    for pid, _msg in enumerate(messages):
+        control = ClientControl(zeros, dict(zeros)) if cfg.uses_control else None
+        results[pid] = local_update(
+            model, ShuffledBatches(*DATA[pid], 8, pid), steps=3, eta=0.1, control=control,
+            sam_rho=cfg.sam_rho, num_examples=10 + pid,
+        )  # fmt: skip
+    replies = [_reply(m, results[pid], pid, cfg.control_key) for pid, m in enumerate(messages)]
+    got, _ = strategy.aggregate_train(1, list(reversed(replies)))
+    expected = server_step(
+        ServerState(model.state_dict(), zeros if cfg.uses_control else None, 0),
+        results,
+        alpha=0.5,
+        gamma=cfg.gamma if cfg.uses_control else None,
+        weights=cfg.weights,
+        warm_start=cfg.warm_start,
+        participation=0.75 if cfg.scale_by_participation else None,
+        control_key=cfg.control_key,
+    )
+    state = got.to_torch_state_dict()
+    assert state.keys() == expected.model_state.keys()
+    for k, v in expected.model_state.items():
+        assert torch.equal(state[k], v), k
+    if cfg.uses_control:
+        for k, v in expected.control.items():
+            assert torch.equal(strategy.control[k], v), k
+
+
+@pytest.mark.parametrize("cls", [FedMoSWA, Scaffold])
+def test_controls_follow_the_client_not_the_node(cls):
+    """Spec test 7: permuting which node hosts which partition, and the order replies come
+    back in, leaves the final model and every c_i bitwise unchanged."""
+    state_a, controls_a = _drive(_strategy(cls), {1: 0, 2: 1, 3: 2}, rounds=3)
+    state_b, controls_b = _drive(
+        _strategy(cls), {7: 2, 8: 0, 9: 1}, rounds=3, reply_order=lambda r: r[::-1]
+    )
+    for k in state_a:
+        assert torch.equal(state_a[k], state_b[k]), k
+    assert sorted(controls_a) == sorted(controls_b) == [0, 1, 2]
+    for pid in controls_a:
+        for k in controls_a[pid]:
+            assert torch.equal(controls_a[pid][k], controls_b[pid][k]), (pid, k)
+        assert any(v.abs().sum() > 0 for v in controls_a[pid].values())
+
+
+def test_strategy_keeps_num_batches_tracked_int64_with_alpha_below_one():
+    """Spec test 8 (Flower side)."""
+    net = model_fn()
+    net(torch.randn(6, 4))  # num_batches_tracked = 1
+    before = net.state_dict()["1.num_batches_tracked"].clone()
+    strategy = _strategy(FedSWA, alpha=0.3)
+    app = make_client_app(model_fn, data_fn)
+    contexts = {n: _context(n, n) for n in range(NUM)}
+    messages = strategy.configure_train(
+        1, ArrayRecord(net.state_dict()), ConfigRecord(), Grid(contexts)
+    )
+    replies = [app(m, contexts[m.metadata.dst_node_id]) for m in messages]
+    arrays, _ = strategy.aggregate_train(1, replies)
+    tracked = arrays.to_torch_state_dict()["1.num_batches_tracked"]
+    assert tracked.dtype == torch.int64
+    assert torch.equal(tracked, before)
+
+
+def test_strategy_sends_the_round_config():
+    strategy = _strategy(FedSWA)
+    config = strategy.train_config(1)
+    assert config["eta"] == pytest.approx(2 * 0.1)  # FedSWA: twice the round rate at t = 0
+    assert config["rho"] == 0.0
+    assert config["local-steps"] == 4
+    assert config["weight-decay"] == pytest.approx(1e-3)
+    assert config["clip-norm"] == 10.0
+    assert get_algorithm("fedswa") == strategy.config
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(num_rounds=0), ValueError, "`num_rounds`"),
+        (dict(eta0=0.0), ValueError, "`eta0`"),
+        (dict(local_steps=0), ValueError, "`local_steps`"),
+        (dict(gamma=0.0), ValueError, "`gamma`"),
+        (dict(rho=2.0), ValueError, "`rho`"),
+        (dict(alpha=1.5), ValueError, "`alpha`"),
+    ],
+)
+def test_strategy_rejects_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        _strategy(FedMoSWA, **kwargs)
+
+
+def test_client_app_needs_partition_id():
+    app = make_client_app(model_fn, data_fn)
+    strategy = _strategy(FedSWA)
+    msg = next(
+        iter(
+            strategy.configure_train(
+                1, ArrayRecord(model_fn().state_dict()), ConfigRecord(), Grid([1])
+            )
+        )
+    )
+    ctx = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    with pytest.raises(ValueError, match="partition-id"):
+        app(msg, ctx)
