@@ -5,23 +5,28 @@ import pytest
 import torch
 from laion_c import (
     LaionC,
+    Results,
     SuperclassHead,
     TileLibrary,
     aggregate,
     build_dataset,
+    build_tiles,
     corrupt,
     distort,
     evaluate,
     geometric_shapes,
     glitch,
+    load_tiles,
     luminance_checkerboard,
     mosaic,
     predict,
     preprocess,
+    save_tiles,
     stickers,
     superclass_matrix,
     vertical_lines,
 )
+from PIL import Image
 
 GOOD = np.zeros((64, 64, 3), np.uint8)
 
@@ -58,6 +63,9 @@ GOOD = np.zeros((64, 64, 3), np.uint8)
         (lambda: preprocess(GOOD, "mosaic", 9), ValueError, "level"),
         (lambda: corrupt(GOOD, "nope", 1), ValueError, "name"),
         (lambda: glitch(GOOD, 1, seed=1.5), ValueError, "seed"),
+        (lambda: glitch(GOOD, 1, seed=-1), ValueError, "seed"),
+        (lambda: corrupt(GOOD, "glitched", 1, glitch_seed=None), ValueError, "glitch_seed"),
+        (lambda: distort(GOOD, "glitched", 1, glitch_seed=-1), ValueError, "glitch_seed"),
         (lambda: vertical_lines(GOOD, 0), ValueError, "level"),
         (lambda: geometric_shapes(GOOD, 1, rng=object()), TypeError, "rng"),
         (lambda: luminance_checkerboard(GOOD, -1), ValueError, "level"),
@@ -117,6 +125,8 @@ def test_tile_library_nearest_and_builders_reject_bad_input():
         (np.zeros((0, 1000)), ValueError),
         (np.full((2, 1000), np.nan), ValueError),
         (np.zeros((2, 1000), dtype=np.int64), TypeError),
+        (np.ones((2, 10)) / 10, ValueError),
+        (np.ones((2, 999)) / 999, ValueError),
     ],
 )
 def test_aggregate_and_predict_reject_bad_probs(probs, error):
@@ -166,7 +176,92 @@ def test_build_rejects_bad_input(tmp_path, tiles):
         build_dataset(tmp_path / "src", tmp_path / "out", tiles=tiles, workers=0)
     with pytest.raises(ValueError, match="seed"):
         build_dataset(tmp_path / "src", tmp_path / "out", tiles=tiles, seed=-1)
+    Image.fromarray(GOOD).save(tmp_path / "src" / "a.png")
     with pytest.raises(TypeError, match="tiles"):
         build_dataset(tmp_path / "src", tmp_path / "out", distortions=["stickers"])
     with pytest.raises(ValueError, match="levels"):
         build_dataset(tmp_path / "src", tmp_path / "out", tiles=tiles, levels=[True])
+
+
+class _Returns(torch.nn.Module):
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def forward(self, x):
+        return self.make(len(x))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        torch.nn.Identity(),
+        _Returns(lambda n: torch.zeros(n, 10)),
+        _Returns(lambda n: torch.zeros(n, 1000, 1)),
+        _Returns(lambda n: torch.full((n, 1000), float("nan"))),
+        _Returns(lambda n: torch.full((n, 1000), float("inf"))),
+        _Returns(lambda n: [0.0] * 1000),
+    ],
+)
+def test_head_and_evaluate_reject_bad_model_output(model, tmp_path):
+    with pytest.raises(ValueError, match="model"):
+        SuperclassHead(model, normalize=None)(torch.zeros(2, 3, 8, 8))
+    cell = tmp_path / "glitched" / "intensity_level_1" / "cat"
+    cell.mkdir(parents=True)
+    Image.fromarray(GOOD).save(cell / "a.png")
+    with pytest.raises(ValueError, match="model"):
+        evaluate(model, tmp_path, normalize=None, distortions="glitched", levels=1)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [{("glitched", 1): (5, 3)}, {("glitched", 1): (0, 0)}, {("glitched", 1): (-1, 2)},
+     {("glitched", 1): (1.5, 2)}, {("glitched", 1): 3}],
+)  # fmt: skip
+def test_results_from_counts_rejects_bad_counts(counts):
+    with pytest.raises(ValueError, match="counts"):
+        Results.from_counts(counts)
+
+
+@pytest.mark.parametrize(
+    "device", ["tpu9", 3.5] + ([] if torch.cuda.is_available() else ["cuda", "cuda:0"])
+)
+def test_evaluate_rejects_bad_device(device, tmp_path):
+    with pytest.raises(ValueError, match="device"):
+        evaluate(torch.nn.Identity(), tmp_path, normalize=None, device=device)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda d: build_tiles(d / "notes.txt"), FileNotFoundError, "images"),
+        (lambda d: build_tiles([d / "notes.txt"]), ValueError, "images"),
+        (lambda d: build_tiles(GOOD), TypeError, "images"),
+        (lambda d: build_tiles([None]), TypeError, "images"),
+        (lambda d: build_tiles(d / "empty"), ValueError, "images"),
+        (lambda d: save_tiles("x", d / "t.npz"), TypeError, "libraries"),
+        (lambda d: save_tiles({}, d / "t.npz"), TypeError, "libraries"),
+        (lambda d: load_tiles(d / "notes.txt"), ValueError, "path"),
+        (lambda d: load_tiles(d / "other.npz"), ValueError, "path"),
+        (lambda d: load_tiles(d / "missing.npz"), FileNotFoundError, "missing"),
+    ],
+)
+def test_tile_functions_reject_bad_input(call, error, match, tmp_path):
+    (tmp_path / "notes.txt").write_text("not an image")
+    (tmp_path / "empty").mkdir()
+    np.savez(tmp_path / "other.npz", weights=np.zeros(3))
+    with pytest.raises(error, match=match):
+        call(tmp_path)
+
+
+def test_build_rejects_out_inside_src_and_checks_src_first(tmp_path):
+    src = tmp_path / "src"
+    (src / "cat").mkdir(parents=True)
+    Image.fromarray(GOOD).save(src / "cat" / "a.png")
+    for out in (src, src / "laionc_out"):
+        with pytest.raises(ValueError, match="out"):
+            build_dataset(src, out, distortions=["glitched"], levels=[1])
+    assert sorted(p.name for p in src.rglob("*")) == ["a.png", "cat"]
+    # a missing src is reported as such even when tiles are missing as well
+    with pytest.raises(FileNotFoundError, match="src"):
+        build_dataset(tmp_path / "nope", tmp_path / "out")

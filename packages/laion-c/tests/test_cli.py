@@ -78,3 +78,35 @@ def test_tiles_distort_build_eval(photos, tmp_path, capsys):
     assert text[0] == "model,augmentation,intensity_level,accuracy"
     assert text[1].startswith("efficientnet-lite0,glitched,1,")
     assert np.isfinite(float(text[1].split(",")[-1]))
+
+
+@pytest.mark.parametrize(
+    ("command", "defaults"),
+    [
+        ("build", ["processes (default: 1)", "(default: 0)", "(default: 0/1)"]),
+        ("eval", ["(default: 32)", "(default: cpu)", "(default: efficientnet-lite0)"]),
+        ("tiles", ["(default: 4 6 8 16 28", "(default: 0)"]),
+        ("distort", ["(default: 0)"]),
+    ],
+)
+def test_subcommand_help_shows_defaults(command, defaults, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for default in defaults:
+        assert default in out
+
+
+def test_eval_checks_the_csv_folder_before_scoring(tmp_path, capsys):
+    argv = ["eval", str(tmp_path), "--normalize", "none", "--model", "no.such:model"]
+    assert main([*argv, "--csv", str(tmp_path / "missing" / "acc.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "--csv" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_eval_rejects_an_unusable_device_in_one_line(tmp_path, capsys):
+    assert main(["eval", str(tmp_path), "--normalize", "none", "--device", "tpu9"]) == 1
+    err = capsys.readouterr().err
+    assert "device" in err
+    assert len(err.strip().splitlines()) == 1

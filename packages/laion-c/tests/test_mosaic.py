@@ -3,7 +3,17 @@ block phase after the final crop; tile keys and library I/O."""
 
 import numpy as np
 import pytest
-from laion_c import PARAMS, TileLibrary, corrupt, load_tiles, mosaic, preprocess, save_tiles
+import skimage.data
+from laion_c import (
+    PARAMS,
+    TileLibrary,
+    build_tiles,
+    corrupt,
+    load_tiles,
+    mosaic,
+    preprocess,
+    save_tiles,
+)
 from PIL import Image
 
 
@@ -81,3 +91,13 @@ def test_from_images_counts_crops(photos):
     assert library.tiles.shape[1:] == (6, 6, 3)
     again = TileLibrary.from_images(photos[:2], 6, crops_per_image=10, rng=1)
     np.testing.assert_array_equal(library.tiles, again.tiles)
+
+
+def test_build_tiles_accepts_a_folder(tmp_path):
+    for name in ("rocket", "coffee"):
+        Image.fromarray(getattr(skimage.data, name)()).save(tmp_path / f"{name}.png")
+    from_folder = build_tiles(tmp_path, sizes=(4, 16), crops_per_image=2, rng=0)
+    from_paths = build_tiles(sorted(tmp_path.glob("*.png")), sizes=(4, 16), crops_per_image=2)
+    for t in (4, 16):
+        np.testing.assert_array_equal(from_folder[t].tiles, from_paths[t].tiles)
+    assert len(build_tiles(str(tmp_path), sizes=(4,))[4]) == 2

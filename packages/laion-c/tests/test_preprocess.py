@@ -4,7 +4,7 @@ DECISIONS 8) for all 30 cells, on portrait, landscape and odd sizes."""
 import numpy as np
 import pytest
 import torch
-from laion_c import DISTORTIONS, LEVELS, PARAMS, preprocess
+from laion_c import DISTORTIONS, LEVELS, PARAMS, corrupt, preprocess
 from PIL import Image
 
 
@@ -55,3 +55,13 @@ def test_preprocess_returns_input_type(photos):
     np.testing.assert_array_equal((out * 255).round().byte().permute(1, 2, 0).numpy(), expected)
     batch = preprocess(torch.stack([tensor, tensor]), "stickers", 1)
     assert batch.shape == (2, 3, 224, 224)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+def test_tensor_output_keeps_the_input_dtype(photos, dtype):
+    x = torch.from_numpy(photos[0]).permute(2, 0, 1).float() / 255
+    ref = corrupt(x, "luminance_checkerboard", 2, rng=0)
+    out = corrupt(x.to(dtype), "luminance_checkerboard", 2, rng=0)
+    assert out.dtype == dtype
+    assert out.shape == (3, 224, 224)
+    assert float((out.float() - ref).abs().max()) <= 3 / 255 + 8e-3

@@ -116,10 +116,11 @@ def tensor_to_arrays(img, name: str = "img") -> list[np.ndarray]:
 
 
 def arrays_to_tensor(arrays: list[np.ndarray], like):
-    """uint8 HWC arrays -> a float32 tensor shaped like `like` (``to_tensor``: ``/ 255``)."""
+    """uint8 HWC arrays -> a tensor shaped like `like`, of its dtype and device
+    (``to_tensor``: float32 ``/ 255``, then cast to ``like.dtype``)."""
     torch = _torch()
     batch = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).float().div(255)
-    batch = batch.to(device=like.device)
+    batch = batch.to(device=like.device, dtype=like.dtype)
     return batch[0] if like.ndim == 3 else batch
 
 

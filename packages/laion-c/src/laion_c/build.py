@@ -157,7 +157,8 @@ def build_dataset(
     FileNotFoundError
         If `src` is not a folder.
     ValueError
-        No image in `src`, unknown distortion, bad level, workers < 1, bad shard, negative seed.
+        No image in `src`, `out` equal to or inside `src`, unknown distortion, bad level,
+        workers < 1, bad shard, negative seed.
     TypeError
         If mosaic or stickers is requested without `tiles`.
     RuntimeError
@@ -180,8 +181,13 @@ def build_dataset(
     seed = int(check_scalar(seed, "seed", kind=int, low=0))
     workers = int(check_scalar(workers, "workers", kind=int, low=1))
     index, count = _parse_shard(shard)
-    needed = {t: select_tiles(tiles, t) for t in tile_sizes_needed(names, levels)}
     paths = image_files(src, "src")
+    if out.resolve().is_relative_to(src.resolve()):
+        raise ValueError(
+            f"`out` {out} must not be `src` {src} or lie inside it (a rerun would read the "
+            "corrupted copies as sources)"
+        )
+    needed = {t: select_tiles(tiles, t) for t in tile_sizes_needed(names, levels)}
     rels = [p.relative_to(src) for p in paths][index::count]
     config = {
         "laion-c": __version__,

@@ -79,37 +79,54 @@ def build_parser() -> argparse.ArgumentParser:
     distort.add_argument("--distortion", required=True, choices=[*DISTORTIONS, *ALIASES])
     distort.add_argument("--level", required=True, type=int, choices=LEVELS)
     distort.add_argument("--tiles", help="tile file from `laion-c tiles` (mosaic, stickers)")
-    distort.add_argument("--seed", type=int, default=0, help="seed of the random distortions")
+    distort.add_argument(
+        "--seed", type=int, default=0, help="seed of the random distortions (default: 0)"
+    )
 
     tiles = commands.add_parser("tiles", help="build tile libraries from a folder of photos")
     tiles.add_argument("src", help="folder of photos (recursive)")
     tiles.add_argument("output", help="output .npz")
-    tiles.add_argument("--sizes", type=int, nargs="+", default=[4, 6, 8, 16, 28])
-    tiles.add_argument("--crops-per-image", type=int, default=0)
-    tiles.add_argument("--seed", type=int, default=0)
+    tiles.add_argument(
+        "--sizes", type=int, nargs="+", default=[4, 6, 8, 16, 28],
+        help="tile sides in px (default: 4 6 8 16 28, the mosaic levels; 16 = stickers)",
+    )  # fmt: skip
+    tiles.add_argument(
+        "--crops-per-image", type=int, default=0,
+        help="seeded random crops per photo on top of the whole photo (default: 0)",
+    )  # fmt: skip
+    tiles.add_argument("--seed", type=int, default=0, help="seed of the crops (default: 0)")
 
     build = commands.add_parser("build", help="write a corrupted copy of an image folder")
     build.add_argument("src", help="folder of source images (sub-folders are mirrored)")
     build.add_argument("out", help="output root")
     build.add_argument("--tiles", help="tile file from `laion-c tiles` (mosaic, stickers)")
-    build.add_argument("--workers", type=int, default=1)
-    build.add_argument("--seed", type=int, default=0)
-    build.add_argument("--shard", type=_shard, default=(0, 1), help="i/n: this task's share")
+    build.add_argument("--workers", type=int, default=1, help="processes (default: 1)")
+    build.add_argument(
+        "--seed", type=int, default=0, help="seed of the per-image seeds (default: 0)"
+    )
+    build.add_argument(
+        "--shard", type=_shard, default=(0, 1), help="i/n: this task's share (default: 0/1)"
+    )
     build.add_argument("--overwrite", action="store_true", help="rebuild with new parameters")
     _names(build)
 
     evaluate = commands.add_parser("eval", help="score a model on a LAION-C folder")
     evaluate.add_argument("root", help="<root>/<distortion>/intensity_level_<k>/<superclass>/*")
     evaluate.add_argument(
-        "--model", default="efficientnet-lite0", help="efficientnet-lite0 or module:factory"
-    )
+        "--model", default="efficientnet-lite0",
+        help="efficientnet-lite0 or module:factory (default: efficientnet-lite0)",
+    )  # fmt: skip
     evaluate.add_argument(
         "--normalize", required=True, type=_normalize,
         help="imagenet, none (official: raw [0, 1]) or m1,m2,m3:s1,s2,s3",
     )  # fmt: skip
-    evaluate.add_argument("--batch-size", type=int, default=32)
-    evaluate.add_argument("--num-workers", type=int, default=0)
-    evaluate.add_argument("--device", default="cpu")
+    evaluate.add_argument(
+        "--batch-size", type=int, default=32, help="images per batch (default: 32)"
+    )
+    evaluate.add_argument(
+        "--num-workers", type=int, default=0, help="DataLoader worker processes (default: 0)"
+    )
+    evaluate.add_argument("--device", default="cpu", help="torch device (default: cpu)")
     evaluate.add_argument("--csv", help="write the official CSV here")
     _names(evaluate)
 
@@ -173,9 +190,13 @@ def _run(args) -> int:
         )  # fmt: skip
         print(f"{stats['images']} images: {stats['written']} written, {stats['skipped']} kept")
     elif args.command == "eval":
+        from pathlib import Path
+
         from .evaluate import evaluate
         from .models import load_model
 
+        if args.csv and not Path(args.csv).resolve().parent.is_dir():
+            raise FileNotFoundError(f"--csv: the folder of {args.csv} does not exist")
         rank = _init_distributed(args.device)
         results = evaluate(
             load_model(args.model), args.root, normalize=args.normalize,

@@ -54,9 +54,33 @@ class Results:
 
     @classmethod
     def from_counts(cls, counts: dict, model: str = "model") -> Results:
-        """Results from ``{(name, level): (correct, total)}``."""
-        accuracy = {cell: c / t for cell, (c, t) in counts.items()}
-        return cls(accuracy, dict(counts), model)
+        """Results from ``{(name, level): (correct, total)}``.
+
+        Raises
+        ------
+        ValueError
+            If a count is not a pair of ints with ``0 <= correct <= total`` and ``total >= 1``.
+        """
+        checked = {}
+        for cell, pair in counts.items():
+            try:
+                correct, total = pair
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"`counts`[{cell!r}] must be a pair (correct, total), got {pair!r}"
+                ) from None
+            ints = all(
+                isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                for v in (correct, total)
+            )
+            if not ints or not 0 <= correct <= total or total < 1:
+                raise ValueError(
+                    f"`counts`[{cell!r}] must be ints with 0 <= correct <= total and total >= 1, "
+                    f"got {pair!r}"
+                )
+            checked[cell] = (int(correct), int(total))
+        accuracy = {cell: c / t for cell, (c, t) in checked.items()}
+        return cls(accuracy, checked, model)
 
     def mean(self) -> float:
         """ "Avg. Accuracy": the unweighted mean over the cells (paper Table 2, [inferred])."""
@@ -179,6 +203,28 @@ def _cells(root: Path, distortions, levels) -> list[tuple[str, int, Path]]:
     return cells
 
 
+def check_device(device) -> torch.device:
+    """`device` as a ``torch.device`` that this torch build can use.
+
+    Raises
+    ------
+    ValueError
+        If `device` is not a device string / ``torch.device``, or names CUDA (MPS) where it is not
+        available.
+    """
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(
+            f"`device` must be a torch device such as 'cpu' or 'cuda:0', got {device!r}"
+        ) from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"`device` {str(device)!r}: CUDA is not available in this torch build")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"`device` {str(device)!r}: MPS is not available")
+    return device
+
+
 def _distributed() -> tuple[int, int]:
     dist = torch.distributed
     if dist.is_available() and dist.is_initialized():
@@ -247,12 +293,14 @@ def evaluate(
     FileNotFoundError
         If `root` or a cell folder is missing (all missing cells are listed).
     ValueError
-        Unknown distortion or superclass folder, bad level, batch_size < 1, bad `normalize`.
+        Unknown distortion or superclass folder, bad level, batch_size < 1, bad `normalize`,
+        unusable `device`, a model output that is not ``(N, 1000)`` finite logits.
     TypeError
         If `model` is not an ``nn.Module``.
     """
     batch_size = int(check_scalar(batch_size, "batch_size", kind=int, low=1))
     num_workers = int(check_scalar(num_workers, "num_workers", kind=int, low=0))
+    device = check_device(device)
     head = SuperclassHead(model, normalize=normalize, mapping=mapping).to(device).eval()
     names = tuple(resolve_mapping(mapping))
     cells = _cells(Path(root), distortions, levels)

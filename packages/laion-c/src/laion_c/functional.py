@@ -87,12 +87,30 @@ def corrupt(img, name: str, level: int, *, rng=None, tiles=None, glitch_seed: in
 
     The final ``CenterCrop(224)`` only changes mosaic level 2 (t = 6, made at 252 x 252).
 
+    Parameters
+    ----------
+    img : PIL.Image.Image, uint8 ndarray (H, W, 3) or float tensor (3, H, W) / (B, 3, H, W)
+        Any size with both sides >= 32 px. PIL images of any mode are converted to RGB (an
+        alpha channel is dropped, as ``Image.convert("RGB")`` does).
+    name, level, rng, tiles, glitch_seed
+        As in :func:`distort`.
+
     Returns
     -------
-    Same type as `img`, 224 x 224.
+    Same type as `img` (PIL images come back in mode RGB, tensors keep their dtype and
+    device), 224 x 224.
+
+    Raises
+    ------
+    ValueError
+        Unknown name, level outside 1..5 or a bool, bad image, negative `glitch_seed`.
+    TypeError
+        Mosaic or stickers without `tiles`, `img` of another type.
     """
     name, level = resolve(name), check_level(level)
     rng = as_rng(rng)
+    if name == "glitched":
+        glitch_seed = _check_glitch_seed(glitch_seed, "glitch_seed")
 
     def run(array):
         array = np.asarray(preprocess(array, name, level))
@@ -115,7 +133,7 @@ def distort(img, name: str, level: int, *, rng=None, tiles=None, glitch_seed: in
         Used by geometric_shapes, stickers and luminance_checkerboard.
     tiles : TileLibrary or dict of int to TileLibrary
         Required by mosaic (t x t tiles) and stickers (16 x 16 tiles).
-    glitch_seed : int, default=1
+    glitch_seed : int >= 0, default=1
         The seed of ``glitched`` (official: 1).
 
     Returns
@@ -131,6 +149,8 @@ def distort(img, name: str, level: int, *, rng=None, tiles=None, glitch_seed: in
     """
     name, level = resolve(name), check_level(level)
     rng = as_rng(rng) if name in ("geometric_shapes", "stickers", "luminance_checkerboard") else rng
+    if name == "glitched":
+        glitch_seed = _check_glitch_seed(glitch_seed, "glitch_seed")
     return _image.apply(img, lambda a: _distort_array(a, name, level, rng, tiles, glitch_seed))
 
 
@@ -138,7 +158,7 @@ def _distort_array(array, name, level, rng, tiles, glitch_seed):
     if name == "mosaic":
         return _mosaic(array, PARAMS["mosaic"][level], tiles)
     if name == "glitched":
-        return _glitch(array, PARAMS["glitched"][level], glitch_seed)
+        return _glitch(array, PARAMS["glitched"][level], glitch_seed, "glitch_seed")
     if name == "vertical_lines":
         return _vertical_lines(array, *PARAMS["vertical_lines"][level])
     if name == "geometric_shapes":
@@ -213,15 +233,23 @@ def glitch(img, level: int, *, seed: int = 1):
     Raises
     ------
     ValueError
-        If `seed` is not an int, plus the image and level errors.
+        If `seed` is not an int or is negative, plus the image and level errors.
     """
     g = PARAMS["glitched"][check_level(level)]
     return _image.apply(img, lambda a: _glitch(a, g, seed))
 
 
-def _glitch(array, g, seed):
+def _check_glitch_seed(seed, name: str = "seed") -> int:
+    """`seed` as a non-negative int (``Random(-s)`` equals ``Random(s)``: streams would collide)."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"`seed` must be an int, got {seed!r}")
+        raise ValueError(f"`{name}` must be an int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"`{name}` must be >= 0, got {seed}")
+    return int(seed)
+
+
+def _glitch(array, g, seed, name: str = "seed"):
+    seed = _check_glitch_seed(seed, name)
     h, w = array.shape[:2]
     out = array.copy()
     max_offset = int((g**2 / 100) * w)

@@ -68,11 +68,16 @@ def resolve_mapping(mapping="laion-c16", n_classes: int = 1000) -> dict[str, tup
     TypeError
         If `mapping` is neither ``"laion-c16"`` nor a mapping.
     ValueError
-        If a group is empty or names a class outside ``[0, n_classes)``.
+        If a group is empty or names a class outside ``[0, n_classes)``, or ``"laion-c16"`` is
+        used with ``n_classes != 1000``.
     """
     if isinstance(mapping, str):
         if mapping != "laion-c16":
             raise ValueError(f"`mapping` must be 'laion-c16' or a dict, got {mapping!r}")
+        if n_classes != 1000:
+            raise ValueError(
+                f"`mapping` 'laion-c16' needs the 1000 ImageNet classes, got {n_classes} columns"
+            )
         return dict(SUPERCLASSES)
     if not isinstance(mapping, Mapping) or not mapping:
         raise TypeError(f"`mapping` must be 'laion-c16' or a non-empty dict, got {mapping!r}")
@@ -119,10 +124,16 @@ def aggregate(probs, mapping="laion-c16") -> np.ndarray:
     Raises
     ------
     ValueError
-        If `probs` is not 2-D, is empty or holds NaN/inf.
+        If `probs` is not 2-D, is empty or holds NaN/inf, or its width does not fit `mapping`
+        (1000 columns for ``"laion-c16"``).
     """
     probs = check_array(probs, "probs", ndim=2, dtype="floating", cast=np.float64)
-    member = superclass_matrix(mapping, probs.shape[1]) > 0
+    try:
+        member = superclass_matrix(mapping, probs.shape[1]) > 0
+    except ValueError as error:
+        raise ValueError(
+            f"`probs` of shape {probs.shape} does not fit `mapping`: {error}"
+        ) from None
     # sum, then divide by the group size: exact ties stay ties (the official sum / len)
     return (probs @ member) / member.sum(axis=0)
 
@@ -175,8 +186,20 @@ class SuperclassHead(torch.nn.Module):
         self.register_buffer("sizes", torch.as_tensor(member.sum(axis=0), dtype=torch.float32))
 
     def forward(self, x):
-        """``(N, 3, H, W)`` float images in [0, 1] -> ``(N, K)`` superclass scores."""
+        """``(N, 3, H, W)`` float images in [0, 1] -> ``(N, K)`` superclass scores.
+
+        Raises
+        ------
+        ValueError
+            If `model` does not return ``(N, n_classes)`` logits or returns NaN/inf.
+        """
         logits = self.model((x - self.mean) / self.std)
+        expected = (x.shape[0], self.member.shape[0])
+        if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != expected:
+            got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+            raise ValueError(f"`model` must return logits of shape {expected}, got {got}")
+        if not torch.isfinite(logits).all():
+            raise ValueError("`model` returned NaN or infinite logits")
         return (logits.float().softmax(dim=1) @ self.member) / self.sizes
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 from scipy.spatial import cKDTree
 
 from icml25_core import as_generator, check_array, check_scalar, progress
@@ -187,10 +187,35 @@ def tile_sizes_needed(distortions, levels) -> list[int]:
 def build_tiles(images, sizes=(4, 6, 8, 16, 28), *, crops_per_image=0, rng=0):
     """One :class:`TileLibrary` per tile size, from the same photos and crop seed.
 
+    Parameters
+    ----------
+    images : folder, or iterable of paths, PIL images or uint8 (H, W, 3) arrays
+        A folder (str or Path) is searched recursively for image files.
+    sizes : iterable of int, default (4, 6, 8, 16, 28)
+        Tile sides in pixels (the mosaic levels' t; 16 is also the sticker side).
+    crops_per_image : int >= 0, default=0
+        Seeded random square crops per photo, on top of the photo's own tile.
+    rng : int, numpy Generator or RandomState, default=0
+
     Returns
     -------
     dict of int to TileLibrary
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path (or the folder) does not exist.
+    ValueError
+        No image, a file that is not an image, bad `sizes` or `crops_per_image`.
+    TypeError
+        If an item is not a path, PIL image or array.
     """
+    if isinstance(images, str | Path):
+        images = image_files(images, "images")
+    elif isinstance(images, Image.Image | np.ndarray):
+        raise TypeError(
+            f"`images` must be a folder or a list of images, got one {type(images).__name__}"
+        )
     images = [_open(item) for item in images]
     return {
         int(t): TileLibrary.from_images(images, t, crops_per_image=crops_per_image, rng=rng)
@@ -199,7 +224,22 @@ def build_tiles(images, sizes=(4, 6, 8, 16, 28), *, crops_per_image=0, rng=0):
 
 
 def save_tiles(libraries: Mapping, path) -> Path:
-    """Write ``{t: TileLibrary}`` to one ``.npz`` (keys ``t4``, ``t16``, ...); returns the path."""
+    """Write ``{t: TileLibrary}`` to one ``.npz`` (keys ``t4``, ``t16``, ...); returns the path.
+
+    Raises
+    ------
+    TypeError
+        If `libraries` is not a non-empty dict of :class:`TileLibrary`.
+    """
+    if (
+        not isinstance(libraries, Mapping)
+        or not libraries
+        or not all(isinstance(v, TileLibrary) for v in libraries.values())
+    ):
+        raise TypeError(
+            "`libraries` must be a non-empty dict {tile_size: TileLibrary} (from build_tiles), "
+            f"got {type(libraries).__name__}"
+        )
     path = Path(path)
     np.savez_compressed(path, **{f"t{t}": lib.tiles for t, lib in libraries.items()})
     return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
@@ -212,11 +252,26 @@ def load_tiles(path) -> dict[int, TileLibrary]:
     ------
     FileNotFoundError
         If `path` does not exist.
+    ValueError
+        If `path` is not an ``.npz`` written by :func:`save_tiles` or :meth:`TileLibrary.save`.
     """
-    with np.load(path) as data:
-        if "tiles" in data:
+    bad = ValueError(f"`path` {path} is not a tile file written by save_tiles / TileLibrary.save")
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise bad from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise bad
+    with data:
+        if "tiles" in data.files:
             lib = TileLibrary(data["tiles"])
             return {lib.tile_size: lib}
+        if not data.files or not all(
+            key.startswith("t") and key[1:].isdigit() for key in data.files
+        ):
+            raise bad
         return {int(key[1:]): TileLibrary(data[key]) for key in data.files}
 
 
@@ -280,6 +335,9 @@ def _open(item) -> Image.Image:
         check_array(item, "images", ndim=3, dtype=np.uint8)
         return Image.fromarray(item).convert("RGB")
     if isinstance(item, str | Path):
-        with Image.open(item) as image:
-            return image.convert("RGB")
+        try:
+            with Image.open(item) as image:
+                return image.convert("RGB")
+        except UnidentifiedImageError:
+            raise ValueError(f"`images`: {item} is not an image file Pillow can read") from None
     raise TypeError(f"`images` must hold PIL images, uint8 arrays or paths, got {type(item)}")
