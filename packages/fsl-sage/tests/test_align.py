@@ -105,8 +105,15 @@ def test_official_scale_matches_transcription(kind, batch_size):
         ({"aux": nn.Linear(2, 2)}, TypeError, "aux"),
         ({"buffer": [1, 2]}, TypeError, "buffer"),
         ({"buffer": AlignmentBuffer(5)}, ValueError, "empty"),
+        ({"lr": float("inf")}, ValueError, "lr"),
+        ({"generator": 5}, TypeError, "generator"),
+        ({"server_model": nn.Sequential(nn.Linear(D + 1, C), nn.LogSoftmax(dim=1))}, ValueError,
+         "server_model"),
+        ({"server_model": nn.Sequential(nn.Linear(D, 2), nn.LogSoftmax(dim=1))}, ValueError,
+         "classes"),
+        ({"aux": LinearGradScalarAux(D + 1, C)}, ValueError, "cut shape"),
     ],
-)
+)  # fmt: skip
 def test_align_rejects_bad_input(kwargs, error, match):
     args = {"aux": LinearGradScalarAux(D, C), "buffer": _buffer(50), "server_model": _linear_head()}
     args.update(kwargs)

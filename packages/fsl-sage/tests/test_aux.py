@@ -105,3 +105,40 @@ def test_aux_rejects_g_star_of_other_shape():
 def test_linear_aux_rejects_bad_sizes(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LinearGradScalarAux(**kwargs)
+
+
+def _net(c=3):
+    return nn.Sequential(nn.Linear(6, c), nn.LogSoftmax(dim=1))
+
+
+Y4 = torch.zeros(4, dtype=torch.int64)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: LinearGradScalarAux("6", 3), TypeError, "in_features"),
+        (lambda: LinearGradScalarAux((2, 2.5), 3), TypeError, "in_features"),
+        (lambda: GradScalarAux(_net(), input_shape=(0,)), ValueError, "input_shape"),
+        (lambda: GradScalarAux(_net(), input_shape="ab"), TypeError, "input_shape"),
+        (lambda: GradScalarAux(_net(), num_classes=0), ValueError, "num_classes"),
+        (lambda: GradScalarAux(_net(), num_classes=2.0), TypeError, "num_classes"),
+        (lambda: LinearGradScalarAux(6, 3)(torch.randn(4, 5)), ValueError, r"\(6,\)"),
+        (lambda: LinearGradScalarAux(6, 3)(torch.randn(6)), ValueError, "`z`"),
+        (lambda: GradScalarAux(_net()).estimate(torch.randn(4, 5), Y4), ValueError,
+         "does not fit the auxiliary network"),
+        (lambda: GradScalarAux(_net(3)).estimate(torch.randn(4, 6), torch.full((4,), 4)),
+         ValueError, "3 classes"),
+        (lambda: GradScalarAux(_net(3), num_classes=5).estimate(torch.randn(4, 6), Y4),
+         ValueError, "num_classes"),
+        (lambda: GradScalarAux(nn.Identity()).estimate(torch.randn(4, 6, 2), Y4), ValueError,
+         r"\[B, C\]"),
+        (lambda: LinearGradScalarAux(6, 3).alignment_loss(
+            torch.randn(4, 6), Y4, torch.zeros(4, 6), scale=float("nan")), ValueError, "scale"),
+        (lambda: LinearGradScalarAux(6, 3).alignment_loss(
+            torch.randn(4, 6), Y4, torch.zeros(4, 6), scale=float("inf")), ValueError, "scale"),
+    ],
+)  # fmt: skip
+def test_aux_construction_and_forward_reject_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -69,3 +69,42 @@ def test_buffer_rejects_bad_max_size(max_size):
 def test_targets_of_empty_buffer_raise():
     with pytest.raises(ValueError, match="empty"):
         AlignmentBuffer().targets(nn.Linear(2, 2))
+
+
+def _filled(label=0):
+    buf = AlignmentBuffer(4)
+    buf.add(torch.randn(3, 2), torch.full((3,), label, dtype=torch.int64))
+    return buf
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: _filled().targets(nn.Sequential(nn.Linear(5, 3), nn.LogSoftmax(1))), ValueError,
+         "does not fit `server_model`"),
+        (lambda: _filled(5).targets(nn.Sequential(nn.Linear(2, 3), nn.LogSoftmax(1))), ValueError,
+         "label 5 .* 3 classes"),
+        (lambda: _filled().targets("server"), TypeError, "server_model"),
+        (lambda: AlignmentBuffer().load_state_dict({"z": 1}), ValueError, "`state`"),
+        (lambda: AlignmentBuffer().load_state_dict([1]), ValueError, "`state`"),
+        (lambda: AlignmentBuffer().load_state_dict({"max_size": 0, "z": None, "y": None}),
+         ValueError, "max_size"),
+        (lambda: AlignmentBuffer().load_state_dict(
+            {"max_size": 3, "z": torch.randn(2, 2), "y": None}), ValueError, "both"),
+        (lambda: AlignmentBuffer().load_state_dict(
+            {"max_size": 3, "z": torch.randn(2, 2), "y": torch.zeros(3, dtype=torch.int64)}),
+         ValueError, "y"),
+    ],
+)  # fmt: skip
+def test_buffer_targets_and_load_reject_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_buffer_state_round_trips():
+    buf = _filled(1)
+    other = AlignmentBuffer()
+    other.load_state_dict(buf.state_dict())
+    assert other.max_size == 4
+    assert torch.equal(other.z, buf.z)
+    assert torch.equal(other.y, buf.y)

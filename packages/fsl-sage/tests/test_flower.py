@@ -82,6 +82,10 @@ def test_client_app_equals_local_round_bitwise():
         ({"widths": "a,b"}, "widths"),
         ({"alpha": 0.0}, "alpha"),
         ({"num_clients": 0}, "num_clients"),
+        ({"seed": -1}, "seed"),
+        ({"alpha": float("inf")}, "alpha"),
+        ({"lr": float("inf")}, "lr"),
+        ({"weight_decay": -1.0}, "weight_decay"),
     ],
 )
 def test_flower_config_rejects_bad_values(kwargs, match):
@@ -99,6 +103,12 @@ def test_flower_config_reads_run_config_keys():
 def test_load_partition_rejects_out_of_range_id():
     with pytest.raises(ValueError, match="partition_id"):
         load_partition(CFG, 2, 2)
+
+
+def test_load_partition_rejects_more_samples_than_the_dataset_holds():
+    big = FlowerConfig(dataset="digits", num_clients=2, per_client=1000)  # 2000 > 1797 digits
+    with pytest.raises(ValueError, match=r"per_client.*1797"):
+        load_partition(big, 0, 2)
 
 
 def _round_schedule():

@@ -40,6 +40,47 @@ def test_split_sequential_rejects_bad_input(model, cut, error, match):
         split_sequential(model, cut)
 
 
+def _mlp(*tail):
+    return nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 5), *tail)
+
+
+X16 = torch.randn(3, 1, 4, 4)
+
+
+@pytest.mark.parametrize(
+    ("model", "kwargs", "error", "match"),
+    [
+        (_mlp(), {}, ValueError, "log-probabilities"),  # no LogSoftmax: NLL on raw logits
+        (_mlp(nn.LogSoftmax(dim=1)), {"num_classes": 7}, ValueError, "num_classes=7"),
+        (_mlp(nn.LogSoftmax(dim=1)), {"example_input": torch.randn(3, 1, 5, 5)}, ValueError,
+         "`example_input` of per-sample shape"),
+        (_mlp(nn.LogSoftmax(dim=1)), {"example_input": X16.double()}, TypeError, "example_input"),
+        (_mlp(nn.LogSoftmax(dim=1)), {"example_input": X16[:0]}, ValueError, "example_input"),
+        (_mlp(nn.LogSoftmax(dim=1)), {"example_input": torch.full((2, 1, 4, 4), float("nan"))},
+         ValueError, "example_input"),
+        (_mlp(nn.LogSoftmax(dim=1)), {"example_input": X16.numpy()}, TypeError, "example_input"),
+        (_mlp(nn.LogSoftmax(dim=1)), {"example_input": torch.randn(16)}, ValueError,
+         "example_input"),
+    ],
+)  # fmt: skip
+def test_from_sequential_rejects_bad_input(model, kwargs, error, match):
+    args = {"cut": 3, "example_input": X16, "num_classes": 5, **kwargs}
+    with pytest.raises(error, match=match):
+        SplitSpec.from_sequential(model, **args)
+
+
+def test_from_sequential_leaves_batchnorm_statistics_untouched():
+    model = nn.Sequential(
+        nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3), nn.LogSoftmax(1)
+    )
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    split = SplitSpec.from_sequential(model, cut=2, example_input=X16, num_classes=3)
+    assert split.cut_shape == (2, 2, 2)
+    assert model.training
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
 @pytest.mark.parametrize(
     ("image_size", "widths", "cut_shape"), [(28, (16, 32), (32, 7, 7)), (32, (64, 64), (64, 8, 8))]
 )

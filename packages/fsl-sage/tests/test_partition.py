@@ -43,6 +43,7 @@ def test_large_alpha_is_near_iid_small_alpha_is_skewed():
         ({"num_clients": 5}, "num_clients"),
         ({"alpha": 0.0}, "alpha"),
         ({"alpha": float("nan")}, "alpha"),
+        ({"alpha": float("inf")}, "alpha"),
     ],
 )
 def test_split_rejects_bad_input(kwargs, match):

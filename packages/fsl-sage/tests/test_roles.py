@@ -51,6 +51,22 @@ def test_comm_meter_rejects_bad_input(args, error, match):
         CommMeter().add(*args)
 
 
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: CommMeter().total("pixels"), ValueError, "kind"),
+        (lambda: CommMeter().total(direction="sideways"), ValueError, "direction"),
+        (lambda: CommMeter.from_dict({"smashed": 3}), ValueError, "smashed/up"),
+        (lambda: CommMeter.from_dict({"smashed/up/x": 3}), ValueError, "smashed/up"),
+        (lambda: CommMeter.from_dict({"pixels/up": 3}), ValueError, "kind"),
+        (lambda: CommMeter.from_dict([("smashed/up", 3)]), TypeError, "data"),
+    ],
+)
+def test_comm_meter_total_and_from_dict_reject_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
 def test_module_nbytes_rejects_non_module():
     with pytest.raises(TypeError, match="module"):
         module_nbytes({"w": torch.zeros(2)})
@@ -79,6 +95,12 @@ def _client(**kwargs):
         ({"batch_size": 0}, ValueError, "batch_size"),
         ({"lr": 0.0}, ValueError, "lr"),
         ({"weight_decay": -1.0}, ValueError, "weight_decay"),
+        ({"lr": float("inf")}, ValueError, "lr"),
+        ({"weight_decay": float("inf")}, ValueError, "weight_decay"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"model": "net"}, TypeError, "model"),
+        ({"model": nn.Flatten()}, ValueError, "no parameters"),
+        ({"aux": nn.Linear(2, 2)}, TypeError, "aux"),
     ],
 )
 def test_client_rejects_bad_input(kwargs, error, match):
@@ -92,6 +114,26 @@ def test_client_local_round_rejects_unknown_algorithm_and_bad_q():
         client.local_round(0, "sgd")
     with pytest.raises(ValueError, match="q"):
         client.local_round(0, "cse_fsl", server_update_interval=0)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda c: c.local_round(-1, "fedavg"), ValueError, "round"),
+        (lambda c: c.local_round(0.5, "fedavg"), TypeError, "round"),
+        (lambda c: c.local_round(0, "fsl_sage"), ValueError, "aux"),
+        (lambda c: c.local_round(0, "cse_fsl"), ValueError, "aux"),
+        (lambda c: c.local_round(0, "splitfed"), ValueError, "exchange"),
+        (lambda c: c.batches(-1), ValueError, "round"),
+        (lambda c: c.probe(-2), ValueError, "round"),
+    ],
+)
+def test_client_rounds_reject_bad_input_before_any_step(call, error, match):
+    client = _client()
+    before = {k: v.clone() for k, v in client.model.state_dict().items()}
+    with pytest.raises(error, match=match):
+        call(client)
+    assert all(torch.equal(v, before[k]) for k, v in client.model.state_dict().items())
 
 
 def test_client_batches_cover_the_data_once_per_round():
@@ -129,6 +171,11 @@ def test_sserver_rejects_bad_hyper_parameters(kwargs, match):
         SServer(nn.Linear(2, 2), **kwargs)
 
 
+def test_sserver_rejects_a_non_module_model():
+    with pytest.raises(TypeError, match="model"):
+        SServer("server")
+
+
 def test_sserver_align_needs_buffered_data():
     server = SServer(nn.Sequential(nn.Linear(4, 2), nn.LogSoftmax(dim=1)))
     with pytest.raises(ValueError, match="client_id"):
@@ -144,6 +191,7 @@ def test_sserver_align_needs_buffered_data():
         ([{"w": torch.zeros(2)}], [-1.0], "weights"),
         ([{"w": torch.zeros(2)}], [float("nan")], "weights"),
         ([{"w": torch.zeros(2)}], [0.0], "weights"),
+        ([{"w": torch.zeros(2)}, {"w": torch.zeros(3)}], [1.0, 1.0], r"states\[1\]\['w'\]"),
     ],
 )
 def test_fserver_rejects_bad_input(states, weights, match):

@@ -1,7 +1,5 @@
 """Spec tests 5 (schedules), 6 (bytes), 7 (F-server average, aux averaging) and resume."""
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -11,6 +9,7 @@ from fsl_sage import (
     SmashedBatch,
     SServer,
     cse_fsl,
+    evaluate,
     fedavg,
     fsl_sage,
     run,
@@ -159,7 +158,26 @@ def test_run_resumes_from_checkpoint(tiny_split, tiny_partitions, tmp_path):
     run(tiny_split, tiny_partitions, alg, rounds=2, checkpoint=tmp_path, **kwargs)
     resumed = run(tiny_split, tiny_partitions, alg, rounds=3, checkpoint=tmp_path, **kwargs)
     assert resumed.records == full.records
-    assert math.isinf(full.bytes_to_accuracy(1.01))
+    assert full.bytes_to_accuracy(0.0) == full.official_bytes[0]
+    with pytest.raises(ValueError, match="target"):  # a fraction, not percent
+        full.bytes_to_accuracy(1.01)
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "error", "match"),
+    [
+        (torch.randn(4, 1, 8, 8), torch.full((4,), 10), ValueError, r"\[0, 10\)"),
+        (torch.randn(4, 1, 9, 9), torch.zeros(4, dtype=torch.int64), ValueError,
+         r"per-sample shape \(1, 9, 9\)"),
+        (torch.randn(4, 1, 8, 8), torch.zeros(4), TypeError, "`y`"),
+    ],
+)  # fmt: skip
+def test_evaluate_rejects_bad_input_and_restores_modes(tiny_split, x, y, error, match):
+    tiny_split.client.train(), tiny_split.server.train()
+    with pytest.raises(error, match=match):
+        evaluate(tiny_split.client, tiny_split.server, x, y)
+    assert tiny_split.client.training
+    assert tiny_split.server.training
 
 
 def test_run_stops_at_byte_budget(tiny_split, tiny_partitions):
@@ -198,8 +216,24 @@ def test_nan_smashed_data_names_client_and_round(tiny_split, tiny_partitions):
         ({"max_bytes": 0}, ValueError, "max_bytes"),
         ({"algorithm": "fsl_sage"}, TypeError, "algorithm"),
         ({"split": object()}, TypeError, "split"),
+        ({"partitions": [(torch.randn(5, 1, 9, 9), torch.zeros(5, dtype=torch.int64))]},
+         ValueError, r"`partitions\[0\] x` of per-sample shape \(1, 9, 9\)"),
+        ({"partitions": [(torch.randn(5, 3, 8, 8), torch.zeros(5, dtype=torch.int64))]},
+         ValueError, r"partitions\[0\] x"),
+        ({"partitions": [(torch.randn(5, 1, 8, 8), torch.zeros(5, dtype=torch.int64), None)]},
+         TypeError, r"`partitions\[0\]` must be an \(x, y\) pair"),
+        ({"partitions": [torch.randn(5, 1, 8, 8)]}, TypeError, r"partitions\[0\]"),
+        ({"test": torch.randn(5, 1, 8, 8)}, TypeError, "`test`"),
+        ({"test": (torch.randn(5, 1, 16, 16), torch.zeros(5, dtype=torch.int64))}, ValueError,
+         "`test x`"),
+        ({"test": (torch.randn(5, 1, 8, 8), torch.full((5,), 10))}, ValueError, "`test y`"),
+        ({"lr": float("inf")}, ValueError, "lr"),
+        ({"weight_decay": float("nan")}, ValueError, "weight_decay"),
+        ({"checkpoint": 5}, TypeError, "checkpoint"),
+        ({"checkpoint": __file__}, ValueError, "`checkpoint` .* is a file"),
+        ({"checkpoint": "/proc/no-such-dir/run"}, ValueError, "`checkpoint` folder"),
     ],
-)
+)  # fmt: skip
 def test_run_rejects_bad_input(tiny_split, tiny_partitions, kwargs, error, match):
     kwargs = dict(kwargs)
     parts = [(x.clone(), y.clone()) for x, y in tiny_partitions]

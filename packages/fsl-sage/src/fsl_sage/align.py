@@ -7,6 +7,7 @@ Adam lr 1e-3).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -51,7 +52,8 @@ def nmse(aux: GradScalarAux, z: torch.Tensor, y: torch.Tensor, g_star: torch.Ten
     Returns
     -------
     float
-        Dimensionless; 1.0 for a zero estimate.
+        Dimensionless; 1.0 for a zero estimate; ``inf`` when ``g_star`` is all zero (a
+        saturated server has no gradient to match) and the estimate is not.
 
     Raises
     ------
@@ -115,9 +117,11 @@ def align(
     Raises
     ------
     TypeError
-        If `aux` is not a :class:`GradScalarAux`.
+        If `aux` is not a :class:`GradScalarAux`, `buffer` not an :class:`AlignmentBuffer` or
+        `generator` not a ``torch.Generator``.
     ValueError
-        If the buffer is empty or `epochs`, `batch_size`, `lr` are out of range.
+        If the buffer is empty or does not fit `server_model` / `aux`, or `epochs`,
+        `batch_size`, `lr` are out of range (``lr`` must be finite).
     """
     if not isinstance(aux, GradScalarAux):
         raise TypeError(f"`aux` must be a GradScalarAux, got {type(aux).__name__}")
@@ -125,7 +129,11 @@ def align(
         raise TypeError(f"`buffer` must be an AlignmentBuffer, got {type(buffer).__name__}")
     check_scalar(epochs, "epochs", kind=int, low=0)
     check_scalar(batch_size, "batch_size", kind=int, low=1)
-    check_scalar(lr, "lr", low=0.0, inclusive="neither")
+    check_scalar(lr, "lr", low=0.0, high=math.inf, inclusive="neither")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"`generator` must be a torch.Generator or None, got {type(generator).__name__}"
+        )
     z, y, g_star = buffer.targets(server_model)
     n = z.shape[0]
     before = nmse(aux, z, y, g_star)

@@ -12,12 +12,13 @@ estimate of the server's gradient ``dCE(theta_s(z), y)/dz`` (official code:
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml25_core import check_tensor
+from icml25_core import check_scalar, check_tensor
 
 __all__ = ["GradScalarAux", "LinearGradScalarAux", "check_labels", "check_smashed"]
 
@@ -66,6 +67,23 @@ def check_labels(y, name: str, batch: int, num_classes: int | None) -> torch.Ten
     return y
 
 
+def _check_shape(shape, name: str) -> tuple[int, ...]:
+    """A positive int or a non-empty tuple of positive ints, as a tuple."""
+    items = (shape,) if isinstance(shape, numbers.Integral) else shape
+    try:
+        items = tuple(items)
+    except TypeError:
+        raise TypeError(
+            f"`{name}` must be an int or a tuple of ints, got {type(shape).__name__}"
+        ) from None
+    if not items or any(not isinstance(s, numbers.Integral) or isinstance(s, bool) for s in items):
+        raise TypeError(f"`{name}` must be a positive int or a tuple of them, got {shape!r}")
+    items = tuple(int(s) for s in items)
+    if min(items) < 1:
+        raise ValueError(f"`{name}` must be positive, got {shape!r}")
+    return items
+
+
 class GradScalarAux(nn.Module):
     """A gradient-scalar auxiliary model around any network ``a: [B, *S] -> [B, C]`` log-probs.
 
@@ -91,12 +109,39 @@ class GradScalarAux(nn.Module):
         if not isinstance(net, nn.Module):
             raise TypeError(f"`net` must be an nn.Module, got {type(net).__name__}")
         self.net = net
-        self.input_shape = None if input_shape is None else tuple(int(s) for s in input_shape)
+        self.input_shape = None if input_shape is None else _check_shape(input_shape, "input_shape")
+        if num_classes is not None:
+            check_scalar(num_classes, "num_classes", kind=int, low=2)
         self.num_classes = num_classes
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities ``[B, C]`` of the smashed data ``z`` ``[B, *S]``."""
-        return self.net(z)
+        """Log-probabilities ``[B, C]`` of the smashed data ``z`` ``[B, *S]``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a `z` that is not a finite floating tensor of shape ``[B, *input_shape]``, that
+            the network cannot take, or on which it does not return ``[B, C]``.
+        """
+        check_smashed(z, "z", self.input_shape)
+        try:
+            out = self.net(z)
+        except (RuntimeError, TypeError, ValueError, IndexError) as err:
+            raise ValueError(
+                f"`z` of per-sample shape {tuple(z.shape[1:])} does not fit the auxiliary "
+                f"network: {err}"
+            ) from err
+        if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != z.shape[0]:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(
+                f"the auxiliary network must return log-probabilities [B, C], got {got}"
+            )
+        if self.num_classes is not None and out.shape[1] != self.num_classes:
+            raise ValueError(
+                f"the auxiliary network returns {out.shape[1]} classes, not "
+                f"`num_classes` = {self.num_classes}"
+            )
+        return out
 
     def _check(self, z, y, g_star=None):
         check_smashed(z, "z", self.input_shape)
@@ -112,7 +157,13 @@ class GradScalarAux(nn.Module):
     def _estimate(self, z, y, create_graph: bool) -> torch.Tensor:
         with torch.enable_grad():
             z = z.detach().requires_grad_(True)
-            loss = F.nll_loss(self(z), y, reduction="sum")
+            out = self(z)
+            if int(y.max()) >= out.shape[1]:
+                raise ValueError(
+                    f"`y` holds label {int(y.max())} but the auxiliary model has "
+                    f"{out.shape[1]} classes"
+                )
+            loss = F.nll_loss(out, y, reduction="sum")
             (grad,) = torch.autograd.grad(loss, z, create_graph=create_graph)
         return grad
 
@@ -169,6 +220,9 @@ class GradScalarAux(nn.Module):
         gradients); official ``src/algos/fsl_sage.py`` alignment loop.
         """
         self._check(z, y, g_star)
+        check_scalar(scale, "scale")
+        if not math.isfinite(scale):
+            raise ValueError(f"`scale` must be finite, got {scale}")
         grad = self._estimate(z, y, create_graph=True)
         return ((scale * grad - g_star) ** 2).sum()
 
@@ -191,9 +245,7 @@ class LinearGradScalarAux(GradScalarAux):
     """
 
     def __init__(self, in_features, num_classes: int):
-        shape = (in_features,) if isinstance(in_features, int) else tuple(in_features)
-        if any(int(s) < 1 for s in shape) or not shape:
-            raise ValueError(f"`in_features` must be positive, got {in_features!r}")
+        shape = _check_shape(in_features, "in_features")
         if not isinstance(num_classes, int) or num_classes < 2:
             raise ValueError(f"`num_classes` must be an int >= 2, got {num_classes!r}")
         d = math.prod(shape)

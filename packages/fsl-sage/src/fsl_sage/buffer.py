@@ -71,8 +71,24 @@ class AlignmentBuffer:
         return {"max_size": self.max_size, "z": self.z, "y": self.y}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore what :meth:`state_dict` returned."""
-        self.max_size, self.z, self.y = state["max_size"], state["z"], state["y"]
+        """Restore what :meth:`state_dict` returned.
+
+        Raises
+        ------
+        ValueError, TypeError
+            If `state` is not a dict with keys ``max_size``, ``z``, ``y`` holding valid values.
+        """
+        if not isinstance(state, dict) or set(state) != {"max_size", "z", "y"}:
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"`state` must be a dict with keys max_size, z, y; got {got}")
+        check_scalar(state["max_size"], "state['max_size']", kind=int, low=1)
+        z, y = state["z"], state["y"]
+        if (z is None) != (y is None):
+            raise ValueError("`state` must hold both `z` and `y` or neither")
+        if z is not None:
+            check_smashed(z, "state['z']", None)
+            check_labels(y, "state['y']", z.shape[0], None)
+        self.max_size, self.z, self.y = int(state["max_size"]), z, y
 
     def targets(self, server_model: nn.Module, *, mean: bool = False):
         """Per-sample server gradients ``g*_b = dCE(theta_s(z_b), y_b)/dz_b`` on the buffer.
@@ -95,8 +111,11 @@ class AlignmentBuffer:
 
         Raises
         ------
+        TypeError
+            If `server_model` is not an ``nn.Module``.
         ValueError
-            If the buffer is empty.
+            If the buffer is empty, the buffered data does not fit `server_model` or a buffered
+            label is not below its number of classes.
 
         Notes
         -----
@@ -117,7 +136,21 @@ class AlignmentBuffer:
         try:
             z = self.z.detach().clone().requires_grad_(True)
             with torch.enable_grad():
-                loss = F.nll_loss(server_model(z), self.y, reduction="mean" if mean else "sum")
+                try:
+                    out = server_model(z)
+                except (RuntimeError, TypeError, ValueError, IndexError) as err:
+                    raise ValueError(
+                        f"the buffered smashed data (per-sample shape {tuple(z.shape[1:])}) does "
+                        f"not fit `server_model`: {err}"
+                    ) from err
+                if not isinstance(out, torch.Tensor) or out.ndim != 2:
+                    raise ValueError("`server_model` must return log-probabilities [N, C]")
+                if int(self.y.max()) >= out.shape[1]:
+                    raise ValueError(
+                        f"the buffer holds label {int(self.y.max())} but `server_model` has "
+                        f"{out.shape[1]} classes"
+                    )
+                loss = F.nll_loss(out, self.y, reduction="mean" if mean else "sum")
                 (g_star,) = torch.autograd.grad(loss, z)
         finally:
             server_model.load_state_dict(saved)

@@ -32,35 +32,67 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument(
         "--full", action="store_true", help="run at the paper's scale instead of the quick default"
     )
-    run = commands.add_parser("run", help="train one algorithm and print accuracy and bytes")
-    run.add_argument("--alg", choices=ALGORITHMS, default="fsl_sage")
-    run.add_argument("--dataset", choices=("fashion-mnist", "digits"), default="fashion-mnist")
-    run.add_argument("--clients", type=int, default=5)
-    run.add_argument("--per-client", type=int, default=1200)
+    run = commands.add_parser(
+        "run",
+        help="train one algorithm and print accuracy and bytes",
+        description="Train one algorithm on simple_conv and print the final test accuracy "
+        "(fraction) and official bytes as JSON.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    run.add_argument("--alg", choices=ALGORITHMS, default="fsl_sage", help="algorithm")
+    run.add_argument(
+        "--dataset", choices=("fashion-mnist", "digits"), default="fashion-mnist", help="data set"
+    )
+    run.add_argument("--clients", type=int, default=5, help="number of clients")
+    run.add_argument("--per-client", type=int, default=1200, help="training samples per client")
     run.add_argument("--alpha", type=float, default=1.0, help="Dirichlet concentration")
     run.add_argument("--widths", default="16,32", help="simple_conv widths (official 64,64)")
-    run.add_argument("--rounds", type=int, default=5)
-    run.add_argument("--batch-size", type=int, default=64)
-    run.add_argument("--q", type=int, default=5, help="server update interval")
+    run.add_argument("--rounds", type=int, default=5, help="communication rounds")
+    run.add_argument("--batch-size", type=int, default=64, help="local batch size")
+    run.add_argument("--q", type=int, default=5, help="server update interval (iterations)")
     run.add_argument("--l", type=int, default=10, help="alignment interval (rounds)")
-    run.add_argument("--seed", type=int, default=200)
+    run.add_argument("--seed", type=int, default=200, help="seed")
     run.add_argument("--flower", action="store_true", help="on Flower's Ray simulation engine")
     run.add_argument("--checkpoint", default=None, help="folder to checkpoint/resume (not Flower)")
     commands.add_parser("bench", help="alignment-step and per-round benchmarks")
     return parser
 
 
-def _run(args) -> dict:
-    from .flower.config import FlowerConfig
+def _run_config(args):
+    """The validated run configuration of ``fsl-sage run`` (raises ValueError / TypeError)."""
+    from .flower.config import FlowerConfig, load_partition
 
+    if args.flower and args.alg != "fsl_sage":
+        raise ValueError("--flower runs FSL-SAGE only (--alg fsl_sage)")
+    if args.flower and args.checkpoint is not None:
+        raise ValueError("--checkpoint is not supported with --flower")
     cfg = FlowerConfig(
         dataset=args.dataset, num_clients=args.clients, per_client=args.per_client,
         alpha=args.alpha, widths=args.widths, rounds=args.rounds, batch_size=args.batch_size,
         q=args.q, l=args.l, seed=args.seed,
     )  # fmt: skip
+    load_partition(cfg, 0, cfg.num_clients)  # the data exist and are large enough
+    if args.checkpoint is not None:
+        from .simulate import _checkpoint_folder
+
+        _checkpoint_folder(args.checkpoint)
+    return cfg
+
+
+def _check_out(out: str) -> None:
+    from pathlib import Path
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {out!r} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--out {out!r} cannot be created: {err}") from err
+
+
+def _run(args, cfg) -> dict:
     if args.flower:
-        if args.alg != "fsl_sage":
-            raise SystemExit("--flower runs FSL-SAGE only")
         from .flower.simulation import run_flower_simulation
 
         records = run_flower_simulation(cfg)["history"]
@@ -84,14 +116,22 @@ def _run(args) -> dict:
 
 def main(argv=None) -> int:
     """Run the console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:  # bad arguments: a usage error (exit 2), not a traceback
+        if args.command == "reproduce":
+            _check_out(args.out)
+        elif args.command == "run":
+            cfg = _run_config(args)
+    except (ValueError, TypeError, OSError) as err:
+        parser.exit(2, f"fsl-sage {args.command}: error: {err}\n")
     if args.command == "reproduce":
         from . import reproduce  # imported here so that `--help` stays fast
 
         markdown, _ = reproduce.main(args.out, full=args.full)
         print(f"wrote {markdown} (and .json)")
     elif args.command == "run":
-        print(json.dumps(_run(args)))
+        print(json.dumps(_run(args, cfg)))
     else:
         from .benchmark import align_step_timings, round_timings
 

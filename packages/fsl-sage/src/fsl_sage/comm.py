@@ -70,7 +70,17 @@ class CommMeter:
         self.bytes[(kind, direction)] += int(nbytes)
 
     def total(self, kind: str | None = None, direction: str | None = None) -> int:
-        """Bytes of ``kind`` in ``direction`` (``None`` = all)."""
+        """Bytes of ``kind`` in ``direction`` (``None`` = all).
+
+        Raises
+        ------
+        ValueError
+            For a `kind` or `direction` that is neither ``None`` nor a known name.
+        """
+        if kind is not None:
+            check_choice(kind, "kind", KINDS)
+        if direction is not None:
+            check_choice(direction, "direction", DIRECTIONS)
         return sum(
             n
             for (k, d), n in self.bytes.items()
@@ -87,9 +97,19 @@ class CommMeter:
 
     @classmethod
     def from_dict(cls, data: dict[str, int]) -> CommMeter:
-        """Inverse of :meth:`as_dict`."""
+        """Inverse of :meth:`as_dict`.
+
+        Raises
+        ------
+        ValueError, TypeError
+            For a key that is not ``"kind/direction"`` with known names, or a bad byte count.
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"`data` must be a dict, got {type(data).__name__}")
         meter = cls()
         for key, n in data.items():
-            kind, direction = key.split("/")
-            meter.add(kind, direction, int(n))
+            parts = key.split("/") if isinstance(key, str) else []
+            if len(parts) != 2:
+                raise ValueError(f"`data` keys must look like 'smashed/up', got {key!r}")
+            meter.add(parts[0], parts[1], n)
         return meter

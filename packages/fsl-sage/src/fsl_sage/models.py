@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from icml25_core import check_scalar
+from icml25_core import check_scalar, check_tensor
 
 from .aux import GradScalarAux, LinearGradScalarAux
 
@@ -56,10 +56,11 @@ class SplitSpec:
             ``x -> log-probs [B, C]`` (end it with ``nn.LogSoftmax(dim=1)``).
         cut : int
             Layers kept on the client, ``1 <= cut < len(model)``.
-        example_input : Tensor, shape [B, *X]
-            One batch of inputs, used to find the cut shape.
+        example_input : Tensor, shape [B, *X], float32
+            One batch of inputs; its first sample is run once (eval mode, no grad) to find the
+            cut shape and to check that the model ends in ``C`` log-probabilities.
         num_classes : int
-            ``C``.
+            ``C``, the width of the model's output.
 
         Returns
         -------
@@ -69,12 +70,30 @@ class SplitSpec:
         Raises
         ------
         TypeError, ValueError
-            As :func:`split_sequential`, and for ``num_classes < 2``.
+            As :func:`split_sequential`; for ``num_classes < 2``; for an `example_input` that is
+            not a finite, non-empty float32 tensor or does not fit the model; for a model whose
+            output is not ``[B, num_classes]`` log-probabilities (``logsumexp = 0`` per row).
         """
         client, server = split_sequential(model, cut)
         check_scalar(num_classes, "num_classes", kind=int, low=2)
-        with torch.no_grad():
-            cut_shape = tuple(client(example_input[:1]).shape[1:])
+        check_tensor(example_input, "example_input", dtype=torch.float32)
+        if example_input.ndim < 2:
+            raise ValueError(
+                f"`example_input` must have shape [B, *X], got {tuple(example_input.shape)}"
+            )
+        z = _probe(client, example_input, "example_input", f"`model[:{cut}]` (the client)")
+        cut_shape = tuple(z.shape[1:])
+        out = _probe(server, z, "example_input", f"`model[{cut}:]` (the server)")
+        if out.ndim != 2 or out.shape[1] != num_classes:
+            raise ValueError(
+                f"`model` must output log-probabilities [B, num_classes={num_classes}], got "
+                f"per-sample output shape {tuple(out.shape[1:])}"
+            )
+        if float(torch.logsumexp(out.double(), dim=1).abs().max()) > 1e-3:
+            raise ValueError(
+                "`model` must end in log-probabilities (e.g. nn.LogSoftmax(dim=1)): its outputs "
+                "on `example_input` do not satisfy logsumexp = 0"
+            )
         return cls(
             client,
             server,
@@ -82,6 +101,53 @@ class SplitSpec:
             cut_shape,
             num_classes,
         )
+
+    def check_input(self, x: torch.Tensor, name: str) -> None:
+        """Check that inputs ``x`` ``[N, *X]`` fit this split (one sample, eval mode, no grad).
+
+        Raises
+        ------
+        TypeError
+            If `x` is not a float32 tensor.
+        ValueError
+            If `x` is empty or not finite, the client cannot take its per-sample shape, the
+            client does not produce ``cut_shape`` or the server not ``[N, num_classes]``; the
+            message names `name`.
+        """
+        check_tensor(x, name, dtype=torch.float32)
+        if x.ndim < 2:
+            raise ValueError(f"`{name}` must have shape [N, *X], got {tuple(x.shape)}")
+        z = _probe(self.client, x, name, "the client model")
+        if tuple(z.shape[1:]) != tuple(self.cut_shape):
+            raise ValueError(
+                f"`{name}` of per-sample shape {tuple(x.shape[1:])} gives smashed data of shape "
+                f"{tuple(z.shape[1:])}, not the cut shape {tuple(self.cut_shape)}"
+            )
+        out = _probe(self.server, z, name, "the server model")
+        if out.ndim != 2 or out.shape[1] != self.num_classes:
+            raise ValueError(
+                f"the server model must output [N, num_classes={self.num_classes}], got "
+                f"per-sample shape {tuple(out.shape[1:])} on `{name}`"
+            )
+
+
+def _probe(module: nn.Module, x: torch.Tensor, name: str, what: str) -> torch.Tensor:
+    """``module(x[:1])`` in eval mode without grad (state untouched); errors name `name`."""
+    flags = {m: m.training for m in module.modules()}
+    module.eval()
+    try:
+        with torch.no_grad():
+            out = module(x[:1])
+    except (RuntimeError, TypeError, ValueError, IndexError) as err:
+        raise ValueError(
+            f"`{name}` of per-sample shape {tuple(x.shape[1:])} does not fit {what}: {err}"
+        ) from err
+    finally:
+        for m, flag in flags.items():
+            m.training = flag
+    if not isinstance(out, torch.Tensor) or not torch.isfinite(out).all():
+        raise ValueError(f"{what} gives a non-tensor or non-finite output on `{name}`")
+    return out
 
 
 def split_sequential(model: nn.Sequential, cut: int) -> tuple[nn.Module, nn.Module]:

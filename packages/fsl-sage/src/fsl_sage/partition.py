@@ -7,6 +7,8 @@ replacement; when a class runs out, ``p`` is renormalised over the classes left.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from icml25_core import as_generator, check_array, check_scalar
@@ -24,7 +26,7 @@ def dirichlet_equal_split(labels, num_clients: int, alpha: float, seed=None) -> 
     num_clients : int
         ``m``, at least 1 and at most ``n``.
     alpha : float
-        Dirichlet concentration (> 0); small = skewed, large = near-IID.
+        Dirichlet concentration (finite, > 0); small = skewed, large = near-IID.
     seed : int or numpy Generator, optional
 
     Returns
@@ -43,7 +45,7 @@ def dirichlet_equal_split(labels, num_clients: int, alpha: float, seed=None) -> 
     if labels.min() < 0:
         raise ValueError("`labels` must be non-negative")
     check_scalar(num_clients, "num_clients", kind=int, low=1, high=labels.shape[0])
-    check_scalar(alpha, "alpha", low=0.0, inclusive="neither")
+    check_scalar(alpha, "alpha", low=0.0, high=math.inf, inclusive="neither")
     rng = as_generator(seed)
     classes = np.unique(labels)
     pools = [list(rng.permutation(np.flatnonzero(labels == c))) for c in classes]

@@ -8,6 +8,7 @@ one alignment buffer per client; the F-server averages client models with weight
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml25_core import check_scalar, check_tensor
+from icml25_core import check_choice, check_scalar, check_tensor
 
 from .align import AlignStats, align
 from .aux import GradScalarAux, check_labels, check_smashed
@@ -73,6 +74,14 @@ class AuxState(ModelState):
     """An auxiliary model's ``state_dict`` in transit."""
 
 
+_LOCAL_ALGORITHMS = ("fsl_sage", "cse_fsl", "splitfed", "fedavg")
+
+
+def _check_adam(lr, weight_decay) -> None:
+    check_scalar(lr, "lr", low=0.0, high=math.inf, inclusive="neither")
+    check_scalar(weight_decay, "weight_decay", low=0.0, high=math.inf, inclusive="left")
+
+
 def _check_finite(z: torch.Tensor, client_id: int, round: int) -> None:
     if not torch.isfinite(z).all():
         raise FloatingPointError(
@@ -104,7 +113,9 @@ class Client:
     Raises
     ------
     TypeError, ValueError
-        For bad data (dtype, NaN, empty, length mismatch) or hyper-parameters.
+        For a `model` that is not an ``nn.Module`` or has no parameters, an `aux` that is not a
+        :class:`GradScalarAux`, bad data (dtype, NaN, empty, length mismatch) or
+        hyper-parameters (``lr`` finite and > 0, ``weight_decay`` finite and >= 0).
     """
 
     def __init__(
@@ -121,11 +132,17 @@ class Client:
         seed: int = 200,
     ):
         check_scalar(client_id, "client_id", kind=int, low=0)
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
+        if next(iter(model.parameters()), None) is None:
+            raise ValueError("`model` has no parameters (Adam needs some): move the cut deeper")
         check_tensor(x, "x", dtype=(torch.float32, torch.float64))
         check_labels(y, "y", x.shape[0], None)
+        if aux is not None and not isinstance(aux, GradScalarAux):
+            raise TypeError(f"`aux` must be a GradScalarAux or None, got {type(aux).__name__}")
         check_scalar(batch_size, "batch_size", kind=int, low=1)
-        check_scalar(lr, "lr", low=0.0, inclusive="neither")
-        check_scalar(weight_decay, "weight_decay", low=0.0)
+        _check_adam(lr, weight_decay)
+        check_scalar(seed, "seed", kind=int, low=0)
         self.client_id, self.model, self.x, self.y, self.aux = client_id, model, x, y, aux
         self.batch_size, self.seed = batch_size, seed
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -141,7 +158,14 @@ class Client:
         return int(self.y.shape[0])
 
     def batches(self, round: int) -> list[torch.Tensor]:
-        """Index batches of round ``round`` (one local epoch; the last may be short)."""
+        """Index batches of round ``round`` (one local epoch; the last may be short).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `round` is not an int >= 0.
+        """
+        check_scalar(round, "round", kind=int, low=0)
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + round * 10_007 + self.client_id)
         order = torch.randperm(self.num_samples, generator=gen)
         return list(order.split(self.batch_size))
@@ -190,10 +214,21 @@ class Client:
 
         Raises
         ------
+        TypeError, ValueError
+            For an unknown `algorithm`, a negative `round`, ``q < 1``, ``fsl_sage`` / ``cse_fsl``
+            on a client without `aux`, or ``splitfed`` without `exchange`.
         FloatingPointError
             If the smashed data holds NaN or inf (names client and round).
         """
+        check_choice(algorithm, "algorithm", _LOCAL_ALGORITHMS)
+        check_scalar(round, "round", kind=int, low=0)
         check_scalar(server_update_interval, "server_update_interval (q)", kind=int, low=1)
+        if algorithm in ("fsl_sage", "cse_fsl") and self.aux is None:
+            raise ValueError(f"`algorithm` {algorithm!r} needs a client built with an `aux` model")
+        if algorithm == "splitfed" and exchange is None:
+            raise ValueError(
+                "`algorithm` 'splitfed' needs an `exchange` returning the cut gradient"
+            )
         sent = []
         self.model.train()
         for j, idx in enumerate(self.batches(round)):
@@ -241,8 +276,9 @@ class SServer:
     def __init__(
         self, model: nn.Module, *, lr: float = 1e-3, weight_decay: float = 1e-4, buffer_size=1000
     ):
-        check_scalar(lr, "lr", low=0.0, inclusive="neither")
-        check_scalar(weight_decay, "weight_decay", low=0.0)
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
+        _check_adam(lr, weight_decay)
         check_scalar(buffer_size, "buffer_size (M)", kind=int, low=1)
         self.model, self.buffer_size = model, buffer_size
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -337,7 +373,7 @@ class FServer:
         Raises
         ------
         ValueError
-            For an empty list, mismatched lengths or keys, or bad weights.
+            For an empty list, mismatched lengths, keys or shapes, or bad weights.
         """
         if not states:
             raise ValueError("`states` must not be empty")
@@ -353,6 +389,12 @@ class FServer:
         out = {}
         for key in keys:
             first = states[0][key]
+            for i, s in enumerate(states):
+                if s[key].shape != first.shape:
+                    raise ValueError(
+                        f"`states[{i}]['{key}']` has shape {tuple(s[key].shape)}, "
+                        f"`states[0]` {tuple(first.shape)}"
+                    )
             if not first.is_floating_point():
                 out[key] = first.clone()
                 continue

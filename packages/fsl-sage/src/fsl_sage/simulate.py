@@ -14,6 +14,7 @@ Two schedules of FSL-SAGE / CSE-FSL (spec Sec. 3, ``simulate.run``):
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,8 +42,13 @@ class History:
     ----------
     records : list of dict
         One per round: ``round``, ``accuracy`` (test, in [0, 1], or None), ``official_bytes``
-        and ``total_bytes`` (cumulative), ``bytes`` (by ``kind/direction``), ``align`` (list of
-        ``{client, nmse_before, nmse_after}``).
+        and ``total_bytes`` (cumulative, in bytes), ``bytes`` (cumulative, by
+        ``kind/direction``), ``align`` (list of ``{client, nmse_before, nmse_after,
+        nmse_random}``, the last the NMSE of a freshly initialised aux on the same buffer).
+    accuracy : list of (float or None)
+        ``records[t]["accuracy"]`` per round (property).
+    official_bytes : list of int
+        ``records[t]["official_bytes"]`` per round (property): cumulative bytes without labels.
     """
 
     records: list[dict] = field(default_factory=list)
@@ -56,7 +62,14 @@ class History:
         return [r["official_bytes"] for r in self.records]
 
     def bytes_to_accuracy(self, target: float) -> float:
-        """Official bytes when test accuracy first reaches ``target`` (``inf`` if never)."""
+        """Official bytes when test accuracy first reaches ``target`` (``inf`` if never).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `target` is not a number in ``[0, 1]`` (accuracy is a fraction, not percent).
+        """
+        check_scalar(target, "target", low=0.0, high=1.0)
         for r in self.records:
             if r["accuracy"] is not None and r["accuracy"] >= target:
                 return float(r["official_bytes"])
@@ -76,19 +89,38 @@ def evaluate(client: nn.Module, server: nn.Module, x, y, batch_size: int = 1000)
     Raises
     ------
     TypeError, ValueError
-        For bad `x` / `y` (dtype, NaN, empty, length mismatch) or `batch_size` < 1.
+        For bad `x` / `y` (dtype, NaN, empty, length mismatch, a shape the models cannot take,
+        labels outside the server's classes) or `batch_size` < 1.
     """
     check_tensor(x, "x", dtype=(torch.float32, torch.float64))
     check_labels(y, "y", x.shape[0], None)
     check_scalar(batch_size, "batch_size", kind=int, low=1)
+    for name, module in (("client", client), ("server", server)):
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"`{name}` must be an nn.Module, got {type(module).__name__}")
     was = client.training, server.training
     client.eval(), server.eval()
     correct = 0
-    with torch.no_grad():
-        for start in range(0, x.shape[0], batch_size):
-            out = server(client(x[start : start + batch_size]))
-            correct += int((out.argmax(1) == y[start : start + batch_size]).sum())
-    client.train(was[0]), server.train(was[1])
+    try:
+        with torch.no_grad():
+            for start in range(0, x.shape[0], batch_size):
+                try:
+                    out = server(client(x[start : start + batch_size]))
+                except (RuntimeError, TypeError, ValueError, IndexError) as err:
+                    raise ValueError(
+                        f"`x` of per-sample shape {tuple(x.shape[1:])} does not fit "
+                        f"`server(client(x))`: {err}"
+                    ) from err
+                if out.ndim != 2:
+                    raise ValueError(f"`server` must return [N, C] scores, got {tuple(out.shape)}")
+                if start == 0 and int(y.max()) >= out.shape[1]:
+                    raise ValueError(
+                        f"`y` must hold labels in [0, {out.shape[1]}) (the server's classes), "
+                        f"got max {int(y.max())}"
+                    )
+                correct += int((out.argmax(1) == y[start : start + batch_size]).sum())
+    finally:
+        client.train(was[0]), server.train(was[1])
     return correct / x.shape[0]
 
 
@@ -120,6 +152,12 @@ def align_client(
     }
 
 
+def _check_pair(pair, name: str) -> None:
+    if not isinstance(pair, list | tuple) or len(pair) != 2:
+        got = f"length {len(pair)}" if isinstance(pair, list | tuple) else type(pair).__name__
+        raise TypeError(f"`{name}` must be an (x, y) pair of tensors, got {got}")
+
+
 class Simulation:
     """All roles of one run, advanced one round at a time.
 
@@ -143,8 +181,9 @@ class Simulation:
     Raises
     ------
     ValueError, TypeError
-        For bad partitions (empty list, dtype, NaN, labels outside ``[0, C)``), an unknown
-        schedule, or ``schedule="round"`` with SplitFed (which needs the server every iteration).
+        For bad partitions or test data (not (x, y) pairs, empty list, dtype, NaN, a per-sample
+        shape the client cannot take, labels outside ``[0, C)``), an unknown schedule, or
+        ``schedule="round"`` with SplitFed (which needs the server every iteration).
     """
 
     def __init__(
@@ -169,11 +208,14 @@ class Simulation:
             raise ValueError("`schedule` 'round' needs no per-iteration server: not for SplitFed")
         if not isinstance(partitions, list | tuple) or not partitions:
             raise ValueError("`partitions` must be a non-empty list of (x, y) pairs")
-        for i, (x, y) in enumerate(partitions):
-            check_tensor(x, f"partitions[{i}] x", dtype=torch.float32)
+        for i, pair in enumerate(partitions):
+            _check_pair(pair, f"partitions[{i}]")
+            x, y = pair
+            split.check_input(x, f"partitions[{i}] x")
             check_labels(y, f"partitions[{i}] y", x.shape[0], split.num_classes)
         if test is not None:
-            check_tensor(test[0], "test x", dtype=torch.float32)
+            _check_pair(test, "test")
+            split.check_input(test[0], "test x")
             check_labels(test[1], "test y", test[0].shape[0], split.num_classes)
         check_scalar(seed, "seed", kind=int, low=0)
         self.split, self.algorithm, self.schedule, self.test = split, algorithm, schedule, test
@@ -372,6 +414,19 @@ class Simulation:
         self.history = History(list(state["history"]))
 
 
+def _checkpoint_folder(checkpoint) -> Path:
+    if not isinstance(checkpoint, str | os.PathLike):
+        raise TypeError(f"`checkpoint` must be a str or path, got {type(checkpoint).__name__}")
+    folder = Path(checkpoint)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"`checkpoint` {str(folder)!r} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"`checkpoint` folder {str(folder)!r} cannot be created: {err}") from err
+    return folder
+
+
 def run(
     split: SplitSpec,
     partitions,
@@ -397,7 +452,9 @@ def run(
     rounds : int
         Number of communication rounds (official 200), one local epoch each.
     max_bytes : int, optional
-        Stop once the official bytes reach this (official ``comm_threshold_mb`` = 204800 MiB).
+        Bytes. No new round starts once the official bytes have reached this (official
+        ``comm_threshold_mb`` = 204800 MiB); the round that crosses it is completed, so the
+        total may exceed it by up to one round's bytes.
     checkpoint : str or Path, optional
         Folder; the full state is saved after each round (``state.pt``) with the history
         (``history.jsonl``, an ``icml25_core.ResultStore``), and a rerun resumes from it.
@@ -409,19 +466,22 @@ def run(
 
     Raises
     ------
+    TypeError
+        If `checkpoint` is not a str or path.
     ValueError
-        If ``rounds`` < 1 or ``max_bytes`` < 1, and as :class:`Simulation`.
+        If ``rounds`` < 1 or ``max_bytes`` < 1, if `checkpoint` is a file or cannot be
+        created, and as :class:`Simulation`.
     """
     check_scalar(rounds, "rounds", kind=int, low=1)
     if max_bytes is not None:
         check_scalar(max_bytes, "max_bytes", kind=int, low=1)
+    folder = None if checkpoint is None else _checkpoint_folder(checkpoint)
     sim = Simulation(
         split, partitions, algorithm, schedule=schedule, batch_size=batch_size, lr=lr,
         weight_decay=weight_decay, seed=seed, test=test,
     )  # fmt: skip
     store = state_path = None
-    if checkpoint is not None:
-        folder = Path(checkpoint)
+    if folder is not None:
         config = {
             "algorithm": repr(algorithm), "schedule": schedule, "batch_size": batch_size,
             "lr": lr, "weight_decay": weight_decay, "seed": seed,

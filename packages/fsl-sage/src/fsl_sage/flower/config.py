@@ -6,6 +6,7 @@ pyproject); every field has the official default unless noted (spec Sec. 2).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 
@@ -77,7 +78,10 @@ class FlowerConfig:
         for name in ("num_clients", "per_client", "rounds", "batch_size", "q", "l"):
             check_scalar(getattr(self, name), name, kind=int, low=1)
         check_scalar(self.num_test, "num_test", kind=int, low=0)
-        check_scalar(self.alpha, "alpha", low=0.0, inclusive="neither")
+        check_scalar(self.seed, "seed", kind=int, low=0)
+        check_scalar(self.alpha, "alpha", low=0.0, high=math.inf, inclusive="neither")
+        check_scalar(self.lr, "lr", low=0.0, high=math.inf, inclusive="neither")
+        check_scalar(self.weight_decay, "weight_decay", low=0.0, high=math.inf, inclusive="left")
         self.algorithm()  # validates q, l, M and the alignment settings
         self.width_pair()
 
@@ -130,7 +134,12 @@ def _train_pool(dataset: str):
 @lru_cache(maxsize=64)
 def _partition_indices(cfg: FlowerConfig, num_partitions: int):
     _x, y = _train_pool(cfg.dataset)
-    n = min(num_partitions * cfg.per_client, y.shape[0])
+    n = num_partitions * cfg.per_client
+    if n > y.shape[0]:
+        raise ValueError(
+            f"`per_client` x partitions = {cfg.per_client} x {num_partitions} = {n} exceeds the "
+            f"{y.shape[0]} training samples of {cfg.dataset!r}"
+        )
     pool = np.random.default_rng(cfg.seed).permutation(y.shape[0])[:n]
     parts = dirichlet_equal_split(y[pool].numpy(), num_partitions, cfg.alpha, cfg.seed)
     return [pool[p] for p in parts]
@@ -142,7 +151,8 @@ def load_partition(cfg: FlowerConfig, partition_id: int, num_partitions: int):
     Raises
     ------
     ValueError
-        If ``partition_id`` is outside ``[0, num_partitions)``.
+        If ``partition_id`` is outside ``[0, num_partitions)`` or ``per_client x
+        num_partitions`` exceeds the dataset's training samples.
     """
     check_scalar(num_partitions, "num_partitions", kind=int, low=1)
     check_scalar(partition_id, "partition_id", kind=int, low=0, high=num_partitions - 1)
