@@ -53,6 +53,7 @@ def test_bench_prints_a_table(capsys):
         (["convergence", "--T", "0"], "must be >= 1"),
         (["convergence", "--convention", "norse"], "invalid choice"),
         (["bench", "--repeats", "0"], "must be >= 1"),
+        (["convergence", "--T", "abc"], "invalid positive integer value: 'abc'"),
     ],
 )
 def test_bad_arguments_exit_with_a_message(argv, match, capsys):
@@ -88,3 +89,84 @@ def test_reproduce_without_its_extra_exits_with_the_install_line(monkeypatch, tm
     monkeypatch.setattr(reproduce, "main", missing)
     with pytest.raises(SystemExit, match=r"pip install 'fpt-snn\[reproduce\]'"):
         main(["reproduce", "--out", str(tmp_path)])
+
+
+def test_bad_argument_message_hides_internal_names(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--sizes", "x"])
+    assert "_positive_int" not in capsys.readouterr().err
+
+
+def test_reproduce_out_on_a_file_exits_with_a_message(tmp_path):
+    target = tmp_path / "report.md"
+    target.write_text("not a folder")
+    with pytest.raises(SystemExit, match=r"--out .* is a file"):
+        main(["reproduce", "--out", str(target)])
+
+
+def test_reproduce_out_uncreatable_exits_with_a_message(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit, match=r"--out .* cannot be created"):
+        main(["reproduce", "--out", str(blocker / "sub")])
+
+
+def test_convergence_takes_v_threshold(capsys):
+    main(["convergence", "--T", "4", "--K-max", "4", "--neurons", "200", "--v-threshold", "0.5"])
+    out = capsys.readouterr().out
+    assert "v_threshold=0.5" in out
+    assert out.strip().splitlines()[-1] == "| 4 | 0.000 | - |"
+    with pytest.raises(SystemExit, match="`v_threshold`"):
+        main(["convergence", "--T", "3", "--neurons", "10", "--v-threshold", "0"])
+
+
+def test_bench_and_convergence_help_document_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    out = capsys.readouterr().out
+    assert "N*T" in out
+    assert "default: 5" in out
+    with pytest.raises(SystemExit):
+        main(["convergence", "--help"])
+    assert "N(0.6, 0.8^2)" in capsys.readouterr().out
+
+
+def test_convergence_on_your_own_currents(tmp_path, capsys):
+    import numpy as np
+    import torch
+
+    x = torch.randn(6, 3, 4, dtype=torch.float64) + 0.6
+    np.save(tmp_path / "x.npy", x.numpy())
+    torch.save(x.float(), tmp_path / "x.pt")
+    for name in ("x.npy", "x.pt"):
+        main(["convergence", "--input", str(tmp_path / name), "--K-max", "6"])
+        lines = capsys.readouterr().out.strip().splitlines()
+        assert "shape (6, 3, 4)" in lines[0]
+        assert lines[-1] == "| 6 | 0.000 | - |"
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (None, "is not a file"),
+        (b"junk", "could not be read"),
+        ({"x": 1}, "one float tensor"),
+        ("int", "one float tensor"),
+        ("nan", "NaN"),
+    ],
+)
+def test_bad_input_is_rejected_convergence_input(tmp_path, content, match):
+    import numpy as np
+    import torch
+
+    path = tmp_path / ("x.npy" if content in ("int", "nan") else "x.pt")
+    if content == "int":
+        np.save(path, np.ones((3, 2), dtype=np.int64))
+    elif content == "nan":
+        np.save(path, np.array([[np.nan]]))
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        torch.save(content, path)
+    with pytest.raises(SystemExit, match=f"--input.*{match}|{match}.*--input"):
+        main(["convergence", "--input", str(path)])

@@ -31,6 +31,7 @@ def test_report_snntorch_convention_and_rows():
     [
         ((torch.ones(3, 2), 0), {}, ValueError, "`K_max`"),
         ((torch.ones(3, 2), 2.0), {}, TypeError, "`K_max`"),
+        ((torch.ones(3, 2), 10**12), {}, ValueError, "`K_max`"),
         ((torch.ones(3, 2), 2), {"K": 3}, ValueError, "lif_kwargs"),
         ((torch.ones(0, 2), 2), {}, ValueError, "`x`"),
         ((torch.ones(3, 2, dtype=torch.int64), 2), {}, TypeError, "`x`"),

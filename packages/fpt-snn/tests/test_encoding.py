@@ -56,6 +56,10 @@ def test_digits_sequences_split_and_shapes():
         (lambda: digits_sequences(dwell=0), ValueError, "`dwell`"),
         (lambda: digits_sequences(test_size=1.0), ValueError, "`test_size`"),
         (lambda: digits_sequences(random_state=0.5), TypeError, "`random_state`"),
+        (lambda: digits_sequences(dtype=torch.int64), TypeError, "`dtype`"),
+        (lambda: digits_sequences(dtype="float32"), TypeError, "`dtype`"),
+        (lambda: digits_sequences(test_size=0.001), ValueError, "`test_size`"),
+        (lambda: digits_sequences(test_size=0.999), ValueError, "`test_size`"),
     ],
 )
 def test_bad_input_is_rejected_encoding(call, error, match):

@@ -194,6 +194,7 @@ def test_dense_path_compiles_without_graph_breaks():
         ({"x": torch.tensor([[float("nan")]])}, ValueError, "`x`"),
         ({"K": 0}, ValueError, "`K`"),
         ({"K": 2.5}, TypeError, "`K`"),
+        ({"K": 10**12}, ValueError, "`K`"),  # bounded: no K-long slope tuple is built
         ({"alphas": (1.0, 2.0)}, ValueError, "`alphas`"),
         ({"alphas": (1.0, -2.0, 3.0)}, ValueError, "`alphas`"),
         ({"alphas": "abc"}, ValueError, "`alphas`"),
@@ -206,6 +207,9 @@ def test_dense_path_compiles_without_graph_breaks():
         ({"convention": "norse"}, ValueError, "`convention`"),
         ({"method": "cuda"}, ValueError, "`method`"),
         ({"generator": 3}, TypeError, "`generator`"),
+        ({"x": torch.ones(4, 3, device="meta")}, ValueError, "`x`"),
+        ({"v_threshold": 1e300}, ValueError, "`v_threshold`"),  # overflows float32
+        ({"v_threshold": 1e-300}, ValueError, "`v_threshold`"),  # rounds to 0 in float32
     ],
 )
 def test_bad_input_is_rejected_fpt_lif(kwargs, error, match):
@@ -228,6 +232,21 @@ def test_bad_input_is_rejected_fpt_lif(kwargs, error, match):
 def test_bad_input_is_rejected_helpers(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_large_K_runs_and_default_alphas_stay_capped():
+    # K >= T is the exact LIF, also for long T; 3.0**k overflowed a float from k = 647 on.
+    alphas = default_alphas(1000)
+    assert alphas[:3] == (2.0, 6.0, 12.0)
+    assert set(alphas[2:]) == {12.0}
+    x = torch.randn(5, 4, dtype=torch.float64) + 0.6
+    exact = fpt_lif(x, K=700, spike_fn="heaviside", sample="none")
+    assert torch.equal(exact, lif_sequential(x))
+
+
+def test_v_threshold_far_beyond_float32_still_runs_in_float64():
+    x = torch.randn(4, 3, dtype=torch.float64)
+    assert fpt_lif(x, v_threshold=1e300, sample="threshold").sum() == 0
 
 
 def test_sigmoid_surrogate_gradient_closed_form():

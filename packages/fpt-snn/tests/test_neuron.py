@@ -95,6 +95,7 @@ def test_state_dict_holds_only_learnables_and_reset_is_noop():
         ({"tau": 0.5}, ValueError, "`tau`"),
         ({"v_threshold": 0}, ValueError, "`v_threshold`"),
         ({"K": 0}, ValueError, "`K`"),
+        ({"K": 10**12}, ValueError, "`K`"),
         ({"alphas": (1.0,)}, ValueError, "`alphas`"),
         ({"sample": "x"}, ValueError, "`sample`"),
         ({"eval_sample": "none"}, ValueError, "`eval_sample`"),
@@ -104,6 +105,10 @@ def test_state_dict_holds_only_learnables_and_reset_is_noop():
         ({"learnable_tau": 1}, TypeError, "`learnable_tau`"),
         ({"learnable_lambda": True, "convention": "snntorch"}, ValueError, "learnable_lambda"),
         ({"learnable_lambda": True, "eval_sample": "lif"}, ValueError, "eval_sample"),
+        ({"learnable_lambda": True, "method": "chunked"}, ValueError, "`method`"),
+        ({"learnable_lambda": True, "method": "triton"}, ValueError, "`method`"),
+        ({"v_threshold": 1e300}, ValueError, "`v_threshold`"),
+        ({"tau": 1e300, "learnable_tau": True}, ValueError, "`tau`"),
     ],
 )
 def test_bad_input_is_rejected_fptlif_init(kwargs, error, match):
@@ -125,3 +130,17 @@ def test_bad_input_is_rejected_fptlif_init(kwargs, error, match):
 def test_bad_input_is_rejected_fptlif_forward(x, error, match):
     with pytest.raises(error, match=match):
         FPTLIF(T=4)(x)
+
+
+def test_repr_shows_learnable_flags_and_method():
+    text = repr(FPTLIF(T=4, learnable_tau=True, learnable_alpha=True, method="dense"))
+    assert "learnable_tau=True" in text
+    assert "learnable_alpha=True" in text
+    assert "method='dense'" in text
+    assert "learnable_lambda" not in text
+    assert "method" not in repr(FPTLIF(T=4))
+
+
+def test_large_K_layer_runs():
+    layer = FPTLIF(T=4, K=700, sample="threshold")
+    assert layer(torch.randn(4, 3)).shape == (4, 3)

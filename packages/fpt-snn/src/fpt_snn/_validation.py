@@ -29,6 +29,8 @@ def check_input(x, name: str = "x", *, time_dim: int = 0, T: int | None = None):
             f"got dtype {x.dtype}"
         )
     check_tensor(x, name, dtype=FLOAT_DTYPES, finite=False)
+    if x.is_meta:
+        raise ValueError(f"`{name}` is on the meta device (no data); move it to a real device")
     # NaN/inf scan: a finite sum proves every element finite (one reduction, no mask); a
     # non-finite sum (NaN/inf inside, or an overflow) runs the element-wise check that names
     # the first bad index. Under torch.compile it would be a data-dependent branch (a graph
@@ -71,9 +73,30 @@ def check_threshold(v_threshold):
     return float(v_threshold)
 
 
-def check_K(K):
-    """Number of evaluations K >= 1 (an int)."""
-    check_scalar(K, "K", kind=int, low=1)
+def check_threshold_fits(theta: float, dtype: torch.dtype):
+    """θ must stay a finite positive number in the compute dtype (e.g. 1e300 overflows float32)."""
+    info = torch.finfo(dtype)
+    if not info.tiny <= theta <= info.max:
+        raise ValueError(
+            f"`v_threshold` must lie in [{info.tiny:.3g}, {info.max:.3g}] to be represented in "
+            f"{dtype}, got {theta}"
+        )
+    return theta
+
+
+# Upper bound on K: K >= T already gives the exact LIF at O(K·T²·N) cost (lif_sequential is
+# O(T·N)); a bound keeps a typo such as K=10**12 from building a K-long slope tuple.
+K_MAX = 10_000
+
+
+def check_K(K, name: str = "K"):
+    """Number of evaluations 1 <= K <= K_MAX (an int)."""
+    check_scalar(K, name, kind=int, low=1)
+    if K > K_MAX:
+        raise ValueError(
+            f"`{name}` must be <= {K_MAX} (K >= T already reproduces the LIF exactly; for exact "
+            f"spikes at long T use lif_sequential), got {K}"
+        )
     return int(K)
 
 

@@ -6,13 +6,17 @@ scikit-learn); spec §4 of fpt-snn: stratified 80/20 split, row-sequential with 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from icml25_core import check_scalar
 
+from ._validation import FLOAT_DTYPES
 from .encoding import row_sequential
+
+N_DIGITS, N_CLASSES = 1797, 10  # sklearn.datasets.load_digits
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ def digits_sequences(dwell=4, test_size=0.2, random_state=0, dtype=torch.float32
     random_state : int, default=0
         Seed of the stratified split.
     dtype : torch.dtype, default=torch.float32
+        A float dtype (float32, float64, bfloat16, float16).
 
     Returns
     -------
@@ -46,13 +51,27 @@ def digits_sequences(dwell=4, test_size=0.2, random_state=0, dtype=torch.float32
     Raises
     ------
     ValueError, TypeError
-        On `dwell` < 1, `test_size` outside (0, 1) or a non-int `random_state`.
+        On `dwell` < 1, `test_size` outside (0, 1) or leaving fewer than 10 images (one per
+        class) on either side of the stratified split, a non-int `random_state`, or a `dtype`
+        that is not a torch float dtype.
     ImportError
         Without scikit-learn (``pip install fpt-snn[data]``).
     """
     check_scalar(dwell, "dwell", kind=int, low=1)
     check_scalar(test_size, "test_size", low=0, high=1, inclusive="neither")
     check_scalar(random_state, "random_state", kind=int)
+    if dtype not in FLOAT_DTYPES:
+        raise TypeError(
+            f"`dtype` must be a torch float dtype (float32, float64, bfloat16, float16), "
+            f"got {dtype!r}"
+        )
+    n_test = math.ceil(test_size * N_DIGITS)  # scikit-learn's rounding of a float test_size
+    if min(n_test, N_DIGITS - n_test) < N_CLASSES:
+        raise ValueError(
+            f"`test_size` must leave at least {N_CLASSES} of the {N_DIGITS} digits (one per "
+            f"class) in both splits of the stratified split, got {test_size} "
+            f"({n_test} test, {N_DIGITS - n_test} train)"
+        )
     try:
         from sklearn.datasets import load_digits
         from sklearn.model_selection import train_test_split

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from icml25_core import check_scalar
-
-from ._validation import check_input
+from ._validation import check_input, check_K
 from .fpt import fpt_lif
 from .lif import lif_sequential
 
@@ -68,7 +66,7 @@ def convergence_report(x, K_max, **lif_kwargs):
     Raises
     ------
     TypeError, ValueError
-        On a bad `x`, `K_max` < 1, or an unknown keyword.
+        On a bad `x`, `K_max` < 1 or > 10000, or an unknown keyword.
 
     Examples
     --------
@@ -78,7 +76,7 @@ def convergence_report(x, K_max, **lif_kwargs):
     0.0
     """
     check_input(x)
-    check_scalar(K_max, "K_max", kind=int, low=1)
+    check_K(K_max, "K_max")
     unknown = set(lif_kwargs) - set(_LIF_KEYS)
     if unknown:
         raise ValueError(f"`lif_kwargs` accepts {', '.join(_LIF_KEYS)}; got {sorted(unknown)}")

@@ -20,6 +20,7 @@ from ._validation import (
     check_K,
     check_tau,
     check_threshold,
+    check_threshold_fits,
 )
 from .kernels import METHODS, fpt_chunked, fpt_dense, resolve_method, run_triton
 from .lif import decay_from_tau, lambda_matrix, reset_matrix
@@ -49,10 +50,12 @@ def default_alphas(K):
     Raises
     ------
     ValueError, TypeError
-        If `K` is not an int >= 1.
+        If `K` is not an int in [1, 10000].
     """
     K = check_K(K)
-    return tuple(2.0 * min(3.0**k, 6.0) for k in range(K))
+    # min(3^k, 6) == min(3^min(k, 2), 6): the cap is reached at k = 2, and 3.0**k itself
+    # overflows a float from k = 647 on, while K >= T (the exact LIF) may well be that large.
+    return tuple(2.0 * min(3.0 ** min(k, 2), 6.0) for k in range(K))
 
 
 def _work_dtype(x):
@@ -88,13 +91,15 @@ def fpt_lif(
     v_threshold : float, default=1.0
         Threshold θ > 0 (official 1).
     K : int, default=3
-        Number of evaluations (1 initial + K−1 refinements; official 3). Exact for K >= T with
-        ``spike_fn="heaviside"``.
+        Number of evaluations (1 initial + K−1 refinements; official 3), at most 10000. Exact
+        for K >= T with ``spike_fn="heaviside"``.
     alphas : sequence of K floats or Tensor, shape [K], optional
         Forward sigmoid slopes; default :func:`default_alphas` (official (2, 6, 12) at K = 3).
         A tensor with ``requires_grad`` makes them learnable.
     spike_fn : {"sigmoid", "heaviside"}, default="sigmoid"
-        ``σ(α_k h)`` (official training path) or ``H(h)`` (exact spikes, surrogate backward).
+        ``σ(α_k h)`` (official training path) or ``H(h)`` (exact spikes). The Heaviside
+        backward is the sigmoid path's surrogate (slope ``max(1, α_k/3)``, or ``α_k`` with
+        ``surrogate="exact"``), so `alphas` shape its gradient only, not its spikes.
     sample : {"bernoulli", "threshold", "none"}, default="bernoulli"
         Output: Bernoulli draw of ``s^{K−1}`` (official, also at eval), ``1[s >= 0.5]``, or the
         probabilities themselves. Straight-through gradient in every case.
@@ -118,7 +123,8 @@ def fpt_lif(
     TypeError
         If `x` is not a float tensor.
     ValueError
-        If `x` is 0-d, empty or non-finite; `tau` <= 1; `v_threshold` <= 0; `K` < 1; `alphas`
+        If `x` is 0-d, empty or non-finite; `tau` <= 1; `v_threshold` <= 0 or beyond the range
+        of the compute dtype (float32 for float32/half inputs); `K` < 1 or > 10000; `alphas`
         is not K positive values; or a string option is unknown.
     RuntimeError
         If ``method="triton"`` cannot run here (message names the fallback).
@@ -153,6 +159,7 @@ def fpt_lif(
     T = x.shape[0]
     kind = resolve_method(method, T, on_cuda=x.is_cuda, needs_param_grad=learn_alpha or learn_tau)
     work = _work_dtype(x)
+    check_threshold_fits(theta, work)
     heaviside = spike_fn == "heaviside"
     strict = convention == "snntorch"
     alpha_arg = alphas.to(work) if learn_alpha else alpha_values

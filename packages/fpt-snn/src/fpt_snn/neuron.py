@@ -23,6 +23,7 @@ from ._validation import (
     check_T,
     check_tau,
     check_threshold,
+    check_threshold_fits,
 )
 from .fpt import SAMPLES, default_alphas, fpt_lif
 from .kernels import METHODS, fpt_dense
@@ -30,6 +31,11 @@ from .lif import lambda_matrix, lif_sequential
 from .surrogate import sample_spikes
 
 EVAL_SAMPLES = ("bernoulli", "threshold", "lif")
+
+
+def _tau_from_raw32(w: float) -> float:
+    """τ = 1/σ(w) as the float32 parameter computes it (inf once σ(w) underflows)."""
+    return float(1.0 / torch.sigmoid(torch.tensor(w, dtype=torch.float32)))
 
 
 class FPTLIF(nn.Module):
@@ -57,19 +63,23 @@ class FPTLIF(nn.Module):
     learnable_lambda : bool, default=False
         Learn a T×T decay W (init Λ) and a per-step bias (init −θ), official seq-CIFAR option:
         ``h^k = tril(W)(x − θ s^{k−1}) + θ s^{k−1} + b``; W is masked lower-triangular in every
-        forward (causal). spikingjelly convention only; runs the dense kernel.
+        forward (causal). spikingjelly convention only; runs the dense kernel (`method` must
+        be "auto" or "dense").
     learnable_alpha : bool, default=False
         Learn one positive scale c on the slope schedule (``α_k = c · alphas_k``, init c = 1).
     convention : {"spikingjelly", "snntorch"}, default="spikingjelly"
     time_dim : int, default=0
         Axis of time in the input (0: spikingjelly [T, N, ...]; 1: batch-first [N, T, ...]).
     method : {"auto", "dense", "chunked", "triton"}, default="auto"
+        Kernel, as in :func:`fpt_snn.fpt_lif`.
 
     Raises
     ------
     ValueError, TypeError
-        On out-of-range numbers, unknown options, ``learnable_lambda`` with the snntorch
-        convention, with ``learnable_tau``, or with ``eval_sample="lif"``.
+        On out-of-range numbers (also a `v_threshold`, or a learnable `tau`, beyond float32's
+        range), unknown options, ``learnable_lambda`` with the snntorch convention, with
+        ``learnable_tau``, with ``eval_sample="lif"`` or with a `method` other than "auto" or
+        "dense".
 
     Notes
     -----
@@ -107,6 +117,7 @@ class FPTLIF(nn.Module):
         if isinstance(tau, torch.Tensor):
             raise TypeError("`tau` must be a float; use learnable_tau=True to learn it")
         self.v_threshold = check_threshold(v_threshold)
+        check_threshold_fits(self.v_threshold, torch.float32)  # parameters/buffers are float32
         self.K = check_K(K)
         base = check_alphas(alphas, self.K) or default_alphas(self.K)
         self.sample = check_choice(sample, "sample", SAMPLES)
@@ -124,7 +135,19 @@ class FPTLIF(nn.Module):
             )
         if learnable_lambda and eval_sample == "lif":
             raise ValueError("`eval_sample`='lif' needs a scalar tau, not learnable_lambda")
+        if learnable_lambda and method not in ("auto", "dense"):
+            raise ValueError(
+                f"`method`={method!r} cannot run learnable_lambda (a learned T×T decay has no "
+                "chunked or Triton kernel); use method='auto' or 'dense'"
+            )
+        if learnable_tau and not math.isfinite(_tau_from_raw32(-math.log(tau - 1.0))):
+            raise ValueError(
+                f"`tau` must be small enough that 1/tau is representable in float32 with "
+                f"learnable_tau=True (1/tau = sigmoid(w), w float32), got {tau}"
+            )
         self.learnable_lambda = learnable_lambda
+        self.learnable_tau = learnable_tau
+        self.learnable_alpha = learnable_alpha
         self.register_buffer("alpha_base", torch.tensor(base), persistent=False)
         self._tau = tau
         self.tau_raw = nn.Parameter(torch.tensor(-math.log(tau - 1.0))) if learnable_tau else None
@@ -150,11 +173,14 @@ class FPTLIF(nn.Module):
         """No state to reset (FPT is stateless across calls); kept for spikingjelly's API."""
 
     def extra_repr(self):
-        return (
+        text = (
             f"T={self.T}, tau={self._tau}, v_threshold={self.v_threshold}, K={self.K}, "
             f"sample={self.sample!r}, eval_sample={self.eval_sample!r}, "
             f"convention={self.convention!r}, time_dim={self.time_dim}"
         )
+        flags = ("learnable_tau", "learnable_lambda", "learnable_alpha")
+        text += "".join(f", {flag}=True" for flag in flags if getattr(self, flag))
+        return text + (f", method={self.method!r}" if self.method != "auto" else "")
 
     def forward(self, x):
         """Spikes for input currents `x`.
