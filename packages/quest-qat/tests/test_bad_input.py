@@ -111,6 +111,37 @@ CASES = [
     (lambda: ScalingLaw().fit([{"N": -1, "D": 1, "P": 4, "L": 1}]), ValueError, "N"),
     (lambda: ScalingLaw().predict(1e6, 1e9, 4), RuntimeError, "fit"),
     (lambda: load_fortunes("/nonexistent"), FileNotFoundError, "fortunes"),
+    # found in the first-use trial
+    (lambda: quest_quantize(torch.randn(4, 0)), ValueError, "K=0"),
+    (lambda: quest_quantize(torch.randn(4, 0), rotate=False), ValueError, "K=0"),
+    (lambda: quantize_codes(torch.randn(4, 0)), ValueError, "K=0"),
+    (lambda: quest_quantize(X, rotate="no"), TypeError, "rotate"),
+    (lambda: quest_quantize(X, half=1), TypeError, "half"),
+    (lambda: quantize_codes(X, rotate="no"), TypeError, "rotate"),
+    (lambda: QuESTQuantizer(4, sparse48="yes"), TypeError, "sparse48"),
+    (lambda: QuESTQuantizer(4, half="no"), TypeError, "half"),
+    (lambda: QuESTConfig(sparse48="yes"), TypeError, "sparse48"),
+    (lambda: hadamard_matrix(2**40), ValueError, "at most"),
+    (lambda: block_hadamard(X, 2**20), ValueError, "at most"),
+    (lambda: QuESTConfig(block=2**15), ValueError, "at most"),
+    (lambda: prepare_(nn.Linear(128, 4)), TypeError, "bare nn.Linear"),
+    (
+        lambda: convert_(prepare_(nn.Sequential(nn.Linear(128, 4)))[0]),
+        TypeError,
+        "bare QuESTLinear",
+    ),
+    (
+        lambda: convert_(prepare_(nn.Sequential(nn.Linear(128, 4))))(
+            torch.ones(2, 128, dtype=torch.int32)
+        ),
+        TypeError,
+        "floating",
+    ),
+    (
+        lambda: convert_(prepare_(nn.Sequential(nn.Linear(128, 4))))([1.0] * 128),
+        TypeError,
+        "x",
+    ),
     (lambda: load_text("/nonexistent.txt"), FileNotFoundError, "data"),
 ]
 
@@ -145,3 +176,28 @@ def test_incompatible_layer_can_be_skipped():
 def test_one_bit_defaults_to_clip():
     assert QuESTQuantizer(1).clip_scale == 1.30
     assert QuESTQuantizer(1, rotate=False).clip_scale == 1.25
+
+
+def test_convert_without_quest_layers_warns():
+    with pytest.warns(UserWarning, match="no QuESTLinear"):
+        convert_(nn.Sequential(nn.Linear(128, 4)))
+
+
+def test_numpy_bool_flags_are_accepted():
+    import numpy as np
+
+    assert QuESTQuantizer(4, rotate=np.bool_(False)).rotate is False
+    xhat, _, _ = quest_quantize(X, 4, rotate=np.True_, half=True)
+    assert xhat.shape == X.shape
+
+
+def test_functional_one_bit_is_trust_mode_unless_clip_scale_given():
+    """Documented: quest_quantize has no 1-bit clip default; QuESTQuantizer(1) has c = 1.30."""
+    x = torch.randn(64, 256, dtype=torch.float64)
+    _, mask_fn, _ = quest_quantize(x, 1)
+    _, mask_trust, _ = quest_quantize(x, 1, trust=1.0)
+    _, mask_clip, _ = quest_quantize(x, 1, clip_scale=1.30)
+    assert torch.equal(mask_fn, mask_trust)
+    quantizer = QuESTQuantizer(1)
+    quantizer(x)
+    assert quantizer.mask_rate.item() == pytest.approx(mask_clip.double().mean().item())

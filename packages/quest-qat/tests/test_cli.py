@@ -42,8 +42,25 @@ def test_bench_prints_both_layers(capsys):
     out = capsys.readouterr().out
     assert "nn.Linear" in out
     assert "QuESTLinear" in out
+    assert "overhead" in out
 
 
 def test_reproduce_without_corpus_exits_cleanly(tmp_path):
     with pytest.raises(SystemExit, match="not found"):
         main(["reproduce", "--out", str(tmp_path), "--data", str(tmp_path / "missing.txt")])
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["bench", "--k", "-5"], "positive"),
+        (["bench", "--k", "100"], "multiple of 128"),
+        (["bench", "--m", "0"], "positive"),
+        (["bench", "--m", "abc"], "positive"),
+    ],
+)
+def test_bench_rejects_bad_sizes(argv, match, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert match in capsys.readouterr().err

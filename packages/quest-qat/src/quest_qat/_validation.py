@@ -2,6 +2,7 @@
 
 import numbers
 
+import numpy as np
 import torch
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -20,13 +21,17 @@ def check_bits(bits, name: str = "bits", *, low: int = 1, high: int = 8) -> int:
     return int(bits)
 
 
+#: Largest Hadamard size: a 2**14 x 2**14 float64 matrix is already 2 GiB.
+MAX_BLOCK = 2**14
+
+
 def check_block(block, name: str = "block") -> int:
-    """A Hadamard block size: a power of 2, at least 1.
+    """A Hadamard block size: a power of 2 in ``[1, MAX_BLOCK]``.
 
     Raises
     ------
     ValueError
-        If `block` is not a positive power of 2.
+        If `block` is not a power of 2 between 1 and ``MAX_BLOCK`` (16384).
     """
     if (
         isinstance(block, bool)
@@ -35,7 +40,22 @@ def check_block(block, name: str = "block") -> int:
         or block & (block - 1)
     ):
         raise ValueError(f"`{name}` must be a power of 2, got {block!r}")
+    if block > MAX_BLOCK:
+        raise ValueError(f"`{name}` must be a power of 2 at most {MAX_BLOCK}, got {block}")
     return int(block)
+
+
+def check_bool(value, name: str) -> bool:
+    """A bool (Python or numpy); strings such as ``"no"`` and ints are rejected.
+
+    Raises
+    ------
+    TypeError
+        If `value` is not a bool.
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"`{name}` must be a bool, got {value!r}")
+    return bool(value)
 
 
 def check_positive(value, name: str, *, allow_inf: bool = False) -> float:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 from torch import nn
 
-from ._validation import check_bits, check_block, check_positive
+from ._validation import check_bits, check_block, check_bool, check_positive
 from .grid import GRIDS
 from .nn import QuESTInt4Linear, QuESTLinear, RotatedWeight
 from .quantizer import QuESTQuantizer
@@ -41,6 +41,8 @@ class QuESTConfig:
 
     Raises
     ------
+    TypeError
+        If `sparse48` is not a bool.
     ValueError
         For any argument outside the ranges above.
     """
@@ -68,6 +70,7 @@ class QuESTConfig:
             check_positive(self.clip_scale, "clip_scale")
         if self.grid not in GRIDS:
             raise ValueError(f"`grid` must be one of {GRIDS}, got {self.grid!r}")
+        check_bool(self.sparse48, "sparse48")
         if self.on_incompatible not in ON_INCOMPATIBLE:
             raise ValueError(
                 f"`on_incompatible` must be one of {ON_INCOMPATIBLE}, got {self.on_incompatible!r}"
@@ -126,7 +129,9 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
     Raises
     ------
     TypeError
-        If `model` is not an nn.Module or `config` not a QuESTConfig.
+        If `model` is not an nn.Module, is itself a bare ``nn.Linear`` (it cannot be swapped in
+        place: wrap it in ``nn.Sequential`` or use ``QuESTLinear.from_linear``), or `config` is
+        not a QuESTConfig.
     ValueError
         If a layer's K is not a multiple of the block (message names the layer, K and block)
         and ``on_incompatible="raise"``.
@@ -136,6 +141,11 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
     config = QuESTConfig() if config is None else config
     if not isinstance(config, QuESTConfig):
         raise TypeError(f"`config` must be a QuESTConfig, got {type(config).__name__}")
+    if type(model) is nn.Linear:
+        raise TypeError(
+            "`model` is a bare nn.Linear, which prepare_ cannot replace in place: wrap it "
+            "(nn.Sequential(linear)) or use QuESTLinear.from_linear(linear, QuESTQuantizer(...))"
+        )
     if filter_fn is not None and not callable(filter_fn):
         raise TypeError("`filter_fn` must be callable (module, fqn) -> bool")
     tied = _tied_ids(model)
@@ -187,15 +197,31 @@ def convert_(model: nn.Module) -> nn.Module:
     Raises
     ------
     TypeError
-        If `model` is not an nn.Module.
+        If `model` is not an nn.Module, or is itself a bare :class:`QuESTLinear` (it cannot be
+        replaced in place: use ``QuESTInt4Linear.from_quest(layer)``).
     NotImplementedError
         FP4 grids, more than 4 bits or full-precision activations.
     ValueError
         If a weight holds NaN or infinity.
+
+    Warns
+    -----
+    UserWarning
+        If `model` holds no :class:`QuESTLinear` (not prepared, or already converted).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
+    if isinstance(model, QuESTLinear):
+        raise TypeError(
+            "`model` is a bare QuESTLinear, which convert_ cannot replace in place: wrap it "
+            "(nn.Sequential(layer)) or use QuESTInt4Linear.from_quest(layer)"
+        )
     layers = [(fqn, m) for fqn, m in model.named_modules() if isinstance(m, QuESTLinear)]
+    if not layers:
+        warnings.warn(
+            "convert_ found no QuESTLinear to convert (call prepare_ first; already converted?)",
+            stacklevel=2,
+        )
     for fqn, layer in layers:
         _set(model, fqn, QuESTInt4Linear.from_quest(layer))
     return model

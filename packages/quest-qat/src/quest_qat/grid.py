@@ -2,7 +2,9 @@
 
 For a row scaled to unit RMS, QuEST quantizes onto the symmetric mid-rise grid of ``2**b`` levels
 ``(q + 1/2)·Δ``, ``q ∈ {-2**(b-1), …, 2**(b-1)-1}``, with step ``Δ = 2·α_b/(2**b - 1)``, so the
-outer levels sit at ``±α_b``. ``α_b`` minimises ``E (x - Q(x))²`` for ``x ~ N(0, 1)``.
+outer levels sit at ``±α_b``. ``α_b`` (the official constants) minimises ``E (x - Q(x))²`` for
+``x ~ N(0, 1)`` to within 1e-4 for b <= 5; at 6-8 bits the official values sit below the true
+argmin (3.2780, 3.6111, 3.9222), costing 2e-6, 1e-4 and 1.5e-3 relative MSE (the curve is flat).
 """
 
 import math
@@ -12,7 +14,8 @@ from scipy.stats import norm
 
 from ._validation import check_bits, check_positive
 
-#: α_b for b = 1..8 (official ``OPTIMAL_GAUSSIAN_SCALES``); α_1 = sqrt(2/π).
+#: α_b for b = 1..8, the official ``OPTIMAL_GAUSSIAN_SCALES`` digits as published (α_1 is the
+#: 10-digit 0.7978845587); :func:`optimal_gaussian_scale` and the quantizers use α_1 = sqrt(2/π).
 OPTIMAL_GAUSSIAN_SCALES = {
     1: 0.7978845587,
     2: 1.4935346200,

@@ -41,10 +41,12 @@ def hadamard_matrix(n, dtype=torch.float32, device=None) -> torch.Tensor:
     Raises
     ------
     ValueError
-        If `n` is not a power of 2.
+        If `n` is not a power of 2 or exceeds 16384 (2 GiB in float64).
     """
     n = check_block(n, "n")
-    return _hadamard_fp64(n).to(dtype=dtype, device=device)
+    # under torch.compile, call the uncached builder: Dynamo ignores lru_cache anyway and warns
+    build = _hadamard_fp64.__wrapped__ if torch.compiler.is_compiling() else _hadamard_fp64
+    return build(n).to(dtype=dtype, device=device)
 
 
 def block_hadamard(x, block=128) -> torch.Tensor:

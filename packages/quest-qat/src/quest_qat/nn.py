@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ._validation import check_float_tensor
 from .hadamard import _rotate
 from .packing import int4_matmul, pack_int4
 from .quantizer import QuESTQuantizer, _check_k, _codes
@@ -55,7 +56,9 @@ class QuESTLinear(nn.Module):
         Activation quantizer (tokens); None keeps activations in full precision (rotated when the
         weight quantizer works in the rotated basis).
 
-    Shape: (..., K) -> (..., N).
+    Shape: (..., K) -> (..., N); the output has x's dtype: the quantized weight and the bias are
+    cast to it (mixed precision: fp32 master weights, bf16 input), where ``nn.Linear`` would
+    raise on a dtype mismatch.
 
     Raises
     ------
@@ -143,6 +146,14 @@ class QuESTInt4Linear(nn.Module):
     Forward (..., K) -> (..., N): online Hadamard, activation codes ``q_a``, step ``Δ_a`` and
     ``rowsum(q_a)``; int32 ``C = Σ_k q_a q_w``; ``y = (2C + rowsum(q_a) + w_add)·Δ_a Δ_w / 2 + b``
     in float32 (float64 for float64), which equals ``Σ (q_a+½)Δ_a (q_w+½)Δ_w``.
+
+    Raises
+    ------
+    TypeError
+        In forward, if `x` is not a floating tensor (integer input would give integer garbage).
+    ValueError
+        In forward, if `x` does not end in K. NaN/infinity is not checked (no device sync per
+        call); it propagates to the output as in ``nn.Linear``.
     """
 
     def __init__(self, qweight, w_step, w_add, bias, *, a_bits, block, rotate, w_keep=None):
@@ -193,6 +204,7 @@ class QuESTInt4Linear(nn.Module):
         )  # fmt: skip
 
     def forward(self, x):
+        x = check_float_tensor(x, "x", finite=False)
         if x.shape[-1] != self.in_features:
             raise ValueError(f"`x` must end in K={self.in_features}, got shape {tuple(x.shape)}")
         shape = x.shape

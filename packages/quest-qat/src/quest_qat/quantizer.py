@@ -7,7 +7,13 @@ import math
 import torch
 from torch import nn
 
-from ._validation import check_bits, check_block, check_float_tensor, check_positive
+from ._validation import (
+    check_bits,
+    check_block,
+    check_bool,
+    check_float_tensor,
+    check_positive,
+)
 from .estimator import TrustSTE
 from .grid import GRIDS, optimal_gaussian_scale
 from .kernels.quest import pick_backend, quest_pack, unpack_mask
@@ -34,6 +40,8 @@ def _check_spec(bits, block, trust, clip_scale, grid, sparse48):
 
 def _check_k(x, block, rotate, sparse48, name="x"):
     k = x.shape[-1]
+    if k == 0:
+        raise ValueError(f"the last dimension of `{name}` (K) must be at least 1, got K=0")
     if rotate and k % block:
         raise ValueError(
             f"the last dimension of `{name}` (K={k}) must be a multiple of block={block}"
@@ -86,6 +94,9 @@ def quest_quantize(
         gives the straight-through estimator.
     clip_scale : float, optional
         Clip mode instead of trust: ``M = 1[|x_h| <= c·α_b·σ]`` (paper: 1.30 at 1 bit with HT).
+        None means trust mode at every bit-width, 1 bit included: unlike
+        :class:`QuESTQuantizer` and :class:`QuESTConfig`, this low-level op does not switch to
+        the paper's 1-bit clip mode by itself (pass ``clip_scale=1.30`` for that).
     rotate : bool, default=True
         Apply the Hadamard rotation (False: the paper's "no-HT" ablation).
     half : bool, default=True
@@ -106,14 +117,16 @@ def quest_quantize(
     ------
     TypeError
         If `x` is not a floating tensor (integer input included).
+        If `rotate`/`half` is not a bool.
     ValueError
-        Non-finite `x`; `bits` not an int in 1..8; `block` not a power of 2; K not a multiple
-        of `block`; `trust`/`clip_scale` not positive; an unknown `grid`.
+        Non-finite `x`; `bits` not an int in 1..8; `block` not a power of 2 (at most 16384);
+        K = 0 or not a multiple of `block`; `trust`/`clip_scale` not positive; an unknown `grid`.
     """
     x = check_float_tensor(x, "x")
     bits, block, trust, clip_scale = _check_spec(bits, block, trust, clip_scale, grid, False)
+    rotate, half = check_bool(rotate, "rotate"), check_bool(half, "half")
     _check_k(x, block, rotate, False)
-    spec = _spec(bits, block, trust, clip_scale, bool(rotate), bool(half), grid, False)
+    spec = _spec(bits, block, trust, clip_scale, rotate, half, grid, False)
     return _apply(x, spec)
 
 
@@ -151,8 +164,9 @@ def quantize_codes(x, bits=4, *, block=128, rotate=True):
     x = check_float_tensor(x, "x")
     bits = check_bits(bits)
     block = check_block(block)
+    rotate = check_bool(rotate, "rotate")
     _check_k(x, block, rotate, False)
-    codes, step, _ = _codes(x, bits, block, bool(rotate))
+    codes, step, _ = _codes(x, bits, block, rotate)
     return codes, step
 
 
@@ -219,10 +233,10 @@ class QuESTQuantizer(nn.Module):
         bits, block, trust, clip_scale = _check_spec(bits, block, trust, clip_scale, grid, sparse48)
         self.bits, self.block, self.trust, self.clip_scale = bits, block, trust, clip_scale
         self.half, self.grid, self.sparse48, self.rotate = (
-            bool(half),
+            check_bool(half, "half"),
             grid,
-            bool(sparse48),
-            bool(rotate),
+            check_bool(sparse48, "sparse48"),
+            check_bool(rotate, "rotate"),
         )
         self.register_buffer("mask_rate", torch.tensor(float("nan")), persistent=False)
 
