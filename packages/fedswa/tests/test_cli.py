@@ -83,3 +83,47 @@ def test_reproduce_writes_the_report_and_resumes(tmp_path, monkeypatch):
     assert js.exists()
     report = reproduce.run(out_dir=tmp_path)  # everything comes from the checkpoint
     assert report.setup["reused_runs"] == 10
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["run", "--clients", "0"], "--clients"),
+        (["run", "--per-round", "50"], "--per-round"),
+        (["run", "--rounds", "0"], "--rounds"),
+        (["run", "--local-steps", "-1"], "--local-steps"),
+        (["run", "--batch-size", "0"], "--batch-size"),
+        (["run", "--eta0", "nan"], "--eta0"),
+        (["run", "--eta0", "-1"], "--eta0"),
+        (["run", "--dirichlet-alpha", "0"], "--dirichlet-alpha"),
+        (["run", "--seed", "-3"], "--seed"),
+    ],
+)
+def test_cli_run_rejects_out_of_range_values_without_a_traceback(argv, match, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fedswa run: error:")
+    assert match in err
+    assert "Traceback" not in err
+
+
+def test_cli_run_help_shows_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "(default: 10)" in out
+    assert "scikit-learn" in out
+
+
+def test_cli_run_missing_dependency_is_one_line(monkeypatch, capsys):
+    import fedswa.data
+
+    def _missing():
+        raise ImportError("load_digits needs scikit-learn: pip install scikit-learn")
+
+    monkeypatch.setattr(fedswa.data, "load_digits", _missing)
+    with pytest.raises(SystemExit):
+        main(["run", "--rounds", "1"])
+    assert "fedswa run: error: load_digits needs scikit-learn" in capsys.readouterr().err

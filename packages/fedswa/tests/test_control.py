@@ -41,6 +41,11 @@ def test_control_store_rejects_bad_input(control, error, match):
         store.put(0, control)
 
 
+def test_control_store_rejects_an_empty_template():
+    with pytest.raises(ValueError, match="`template` is empty"):
+        ControlStore({})
+
+
 def test_zeros_like_params_rejects_non_modules():
     with pytest.raises(TypeError, match="`model`"):
         zeros_like_params({"w": torch.zeros(2)})

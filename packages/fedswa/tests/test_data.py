@@ -26,3 +26,14 @@ def test_digits_shapes():
     assert x.shape == (1797, 1, 8, 8)
     assert y.shape == (1797,)
     assert float(x.max()) <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [((0, 10, 10), "`in_features`"), ((64, 0, 10), "`hidden`"), ((64, 8, 1), "`num_classes`")],
+)
+def test_mlp_rejects_bad_sizes(args, match):
+    from fedswa import mlp
+
+    with pytest.raises(ValueError, match=match):
+        mlp(*args)

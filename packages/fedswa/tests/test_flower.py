@@ -252,3 +252,17 @@ def test_client_app_needs_partition_id():
     ctx = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
     with pytest.raises(ValueError, match="partition-id"):
         app(msg, ctx)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error", "match"),
+    [
+        ({"rounds": 1}, ValueError, r"unknown run-config keys \['rounds'\]"),
+        ([("num-rounds", 1)], TypeError, "`overrides`"),
+    ],
+)
+def test_simulate_rejects_unknown_run_config_keys(overrides, error, match):
+    from fedswa.flower.simulation import simulate
+
+    with pytest.raises(error, match=match):
+        simulate(overrides, num_supernodes=2)

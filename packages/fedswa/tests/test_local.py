@@ -155,6 +155,9 @@ def test_list_of_batches_is_reused_until_steps():
 _NET = torch.nn.Linear(3, 2)
 _OK = [(torch.randn(4, 3), torch.randint(0, 2, (4,)))]
 _NAN = [(torch.full((4, 3), float("nan")), torch.randint(0, 2, (4,)))]
+_NAN_NET = torch.nn.Linear(3, 2)
+with torch.no_grad():
+    _NAN_NET.weight[0, 0] = float("nan")
 _CTRL_BAD = ClientControl({"weight": torch.zeros(2, 3)}, {"weight": torch.zeros(2, 3)})
 
 
@@ -183,6 +186,31 @@ _CTRL_BAD = ClientControl({"weight": torch.zeros(2, 3)}, {"weight": torch.zeros(
         (dict(control=_CTRL_BAD), ValueError, "`control` keys"),
         (dict(control={"weight": 0}), TypeError, "`control`"),
         (dict(model="net"), TypeError, "`model`"),
+        # trial 2026-12-01: model/loss failures named the batch, not torch internals
+        (
+            dict(batches=[(torch.randn(4, 5), torch.zeros(4, dtype=torch.long))]),
+            ValueError,
+            r"`model`/`loss_fn` failed.*\(4, 5\)",
+        ),
+        (dict(batches=[(torch.randn(4, 3), torch.full((4,), 7))]), ValueError, "label range"),
+        (dict(batches=[(torch.randn(4, 3), torch.rand(4))]), ValueError, "`loss_fn`"),
+        (
+            dict(batches=[(torch.randn(4, 3).double(), torch.zeros(4, dtype=torch.long))]),
+            ValueError,
+            "float64",
+        ),
+        (dict(loss_fn=lambda out, y: out.sum(1)), ValueError, "scalar"),
+        (dict(loss_fn=3), TypeError, "`loss_fn`"),
+        (dict(model=_NAN_NET), ValueError, "`model` holds NaN"),
+        (
+            dict(
+                batches=[(1e3 * torch.randn(4, 3), torch.zeros(4, dtype=torch.long))],
+                eta=1e30,
+                clip_norm=None,
+            ),
+            FloatingPointError,
+            "diverged",
+        ),
     ],
 )
 def test_local_update_rejects_bad_input(kwargs, error, match):
@@ -198,8 +226,9 @@ def test_local_update_rejects_bad_input(kwargs, error, match):
         ({"w": torch.zeros(2)}, {"v": torch.zeros(2)}, "keys differ"),
         ({"w": torch.zeros(2)}, {"w": torch.zeros(3)}, "shapes differ"),
         ({"w": torch.tensor([float("nan"), 0.0])}, {"w": torch.zeros(2)}, "NaN"),
+        ({"w": torch.zeros(2, dtype=torch.long)}, {"w": torch.zeros(2)}, "floating point"),
     ],
 )
 def test_client_control_rejects_bad_input(c, ci, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((ValueError, TypeError), match=match):
         ClientControl(c, ci)

@@ -69,6 +69,17 @@ def test_accuracy_counts_correct_predictions():
         (dict(iters=0), ValueError, "`iters`"),
         (dict(tol=0.0), ValueError, "`tol`"),
         (dict(model="net"), TypeError, "`model`"),
+        (
+            dict(batches=[(torch.full((3, 2), float("nan")), torch.tensor([0, 1, 0]))]),
+            ValueError,
+            "NaN",
+        ),
+        (
+            dict(batches=[(torch.randn(3, 5), torch.tensor([0, 1, 0]))]),
+            ValueError,
+            r"`model`/`loss_fn` failed",
+        ),
+        (dict(loss_fn=lambda out, y: out.sum(1)), ValueError, "scalar"),
     ],
 )
 def test_top_hessian_eigenvalue_rejects_bad_input(kwargs, error, match):

@@ -67,6 +67,7 @@ def test_flwr_partition_returns_the_partitioner_indices():
         (dict(num_clients=0), ValueError, "`num_clients`"),
         (dict(alpha=0.0), ValueError, "`alpha`"),
         (dict(alpha=float("nan")), ValueError, "`alpha`"),
+        (dict(alpha=float("inf")), ValueError, "`alpha`"),
         (dict(size=0), ValueError, "`size`"),
         (dict(size=10, num_clients=1000, replace=False), ValueError, "`size`"),
     ],

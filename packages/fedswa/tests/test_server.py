@@ -128,6 +128,11 @@ _GOOD = [_result({"w": torch.ones(3)})]
         (dict(results="abc"), TypeError, "`results`"),
         (dict(state={"w": torch.ones(3)}), TypeError, "`state`"),
         (dict(gamma=0.4), ValueError, "control"),
+        (
+            dict(state=ServerState({"w": torch.tensor([float("nan"), 0.0, 0.0])})),
+            ValueError,
+            r"`state.model_state` holds NaN.*\['w'\]",
+        ),
     ],
 )
 def test_server_step_rejects_bad_input(kwargs, error, match):
@@ -144,3 +149,18 @@ def test_nan_delta_names_the_client():
     }
     with pytest.raises(FloatingPointError, match="site-b"):
         server_step(_state(), results)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (("x",), TypeError, "`model_state`"),
+        (({"w": 1.0},), TypeError, "`model_state`"),
+        (({"w": torch.ones(1)}, [torch.ones(1)]), TypeError, "`control`"),
+        (({"w": torch.ones(1)}, None, -1), ValueError, "`round`"),
+        (({"w": torch.ones(1)}, None, 1.5), ValueError, "`round`"),
+    ],
+)
+def test_server_state_rejects_bad_input(args, error, match):
+    with pytest.raises(error, match=match):
+        ServerState(*args)

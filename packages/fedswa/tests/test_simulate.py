@@ -16,7 +16,8 @@ def _mlp():
 def _run(**kw):
     args = dict(rounds=4, clients_per_round=2, local_steps=3, batch_size=8, eta0=0.1, seed=2)
     args.update(kw)
-    return run_federated(_mlp, PARTS, args.pop("algorithm", "fedmoswa"), **args)
+    model_fn = args.pop("model_fn", _mlp)
+    return run_federated(model_fn, PARTS, args.pop("algorithm", "fedmoswa"), **args)
 
 
 def test_same_seed_same_result_bitwise():
@@ -93,11 +94,38 @@ def test_nan_divergence_names_the_client():
         (dict(seed=-1), ValueError, "`seed`"),
         (dict(algorithm="fedprox"), ValueError, "`name`"),
         (dict(algorithm=3), TypeError, "`algorithm`"),
+        (dict(model_fn=_mlp()), TypeError, "`model_fn`.*callable"),
+        (dict(checkpoint="/nonexistent-dir-fedswa/run.pt"), ValueError, "`checkpoint`.*directory"),
+        (dict(eval_fn=lambda m: 0.5), TypeError, "`eval_fn`"),
+        (dict(eval_fn=lambda m: {"round": 99}), ValueError, r"`eval_fn`.*\['round'\]"),
     ],
 )
 def test_run_federated_rejects_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         _run(**kwargs)
+
+
+def test_checkpoint_of_other_data_or_model_is_refused(tmp_path):
+    path = tmp_path / "run.pt"
+    _run(rounds=2, checkpoint=path)
+    other = [(x + 1.0, y) for x, y in PARTS]
+    with pytest.raises(ValueError, match="data_hash"):
+        run_federated(_mlp, other, "fedmoswa", rounds=2, clients_per_round=2, local_steps=3,
+                      batch_size=8, eta0=0.1, seed=2, checkpoint=path)  # fmt: skip
+    with pytest.raises(ValueError, match="model"):
+        run_federated(lambda: torch.nn.Linear(5, 3), PARTS, "fedmoswa", rounds=2,
+                      clients_per_round=2, local_steps=3, batch_size=8, eta0=0.1, seed=2,
+                      checkpoint=path)  # fmt: skip
+
+
+@pytest.mark.parametrize("content", [b"garbage", b""])
+def test_unreadable_checkpoint_is_refused(tmp_path, content):
+    path = tmp_path / "run.pt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=r"`checkpoint`.*not a readable"):
+        _run(rounds=1, checkpoint=path)
+    with pytest.raises(ValueError, match=r"`checkpoint`.*is a directory"):
+        _run(rounds=1, checkpoint=tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -133,3 +161,20 @@ def test_run_federated_rejects_bad_partitions(parts, error, match):
 def test_algorithm_config_rejects_bad_fields(overrides, match):
     with pytest.raises(ValueError, match=match):
         get_algorithm("fedswa", **overrides)
+
+
+def test_get_algorithm_lists_the_fields_of_an_unknown_override():
+    with pytest.raises(TypeError, match=r"\['foo'\].*valid.*'rho'"):
+        get_algorithm("fedswa", foo=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        ((torch.zeros(4, 2).numpy(), torch.zeros(4)), TypeError, "`x`"),
+        ((torch.zeros(4, 2), [0, 1, 2, 3]), TypeError, "`y`"),
+    ],
+)
+def test_shuffled_batches_rejects_bad_input(args, error, match):
+    with pytest.raises(error, match=match):
+        ShuffledBatches(*args, batch_size=2, seed=0)

@@ -137,4 +137,8 @@ def get_algorithm(name: str, **overrides) -> AlgorithmConfig:
     if not isinstance(name, str):
         raise TypeError(f"`name` must be a str, got {type(name).__name__}")
     check_choice(name.lower(), "name", tuple(ALGORITHMS))
+    fields = [f.name for f in dataclasses.fields(AlgorithmConfig)]
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise TypeError(f"`overrides` {unknown} are not AlgorithmConfig fields; valid: {fields}")
     return ALGORITHMS[name.lower()].replace(**overrides) if overrides else ALGORITHMS[name.lower()]

@@ -39,7 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="in-process driver on worker processes (default) or Flower's simulation engine",
     )
     run = commands.add_parser(
-        "run", help="one federated run; prints test accuracy per round", description=None
+        "run",
+        help="one federated run; prints test accuracy per round",
+        description="One federated run on scikit-learn's digits (needs scikit-learn) or "
+        "Fashion-MNIST (Debian dataset-fashion-mnist); prints test accuracy per round.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     run.add_argument("--alg", choices=sorted(ALGORITHMS), default="fedswa")
     run.add_argument("--data", choices=("digits", "fashion-mnist"), default="digits")
@@ -53,6 +57,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0)
     commands.add_parser("bench", help="time the local step, the server step and a round")
     return parser
+
+
+def _check_run_args(args) -> str | None:
+    """The first out-of-range ``fedswa run`` option, as an error message (None if all hold)."""
+    rules = [
+        ("--clients", args.clients, args.clients >= 1, ">= 1"),
+        ("--per-round", args.per_round, 1 <= args.per_round <= max(args.clients, 1),
+         f"in [1, --clients={args.clients}]"),
+        ("--rounds", args.rounds, args.rounds >= 1, ">= 1"),
+        ("--local-steps", args.local_steps, args.local_steps >= 1, ">= 1"),
+        ("--batch-size", args.batch_size, args.batch_size >= 1, ">= 1"),
+        ("--eta0", args.eta0, 0 < args.eta0 < float("inf"), "a finite number > 0"),
+        ("--dirichlet-alpha", args.dirichlet_alpha, 0 < args.dirichlet_alpha < float("inf"),
+         "a finite number > 0"),
+        ("--seed", args.seed, args.seed >= 0, ">= 0"),
+    ]  # fmt: skip
+    for flag, value, ok, wanted in rules:
+        if not ok:  # NaN fails every comparison, so it lands here too
+            return f"argument {flag}: must be {wanted}, got {value}"
+    return None
 
 
 def _run(args) -> None:
@@ -113,14 +137,22 @@ def _bench() -> None:
 
 def main(argv=None) -> int:
     """Run the console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command == "reproduce":
         from . import reproduce  # imported here so that `--help` stays fast
 
         markdown, _ = reproduce.main(args.out, full=args.full, engine=args.engine)
         print(f"wrote {markdown} (and .json)")
     elif args.command == "run":
-        _run(args)
+        message = _check_run_args(args)
+        if message is None:
+            try:
+                _run(args)
+            except (ImportError, FileNotFoundError, ValueError, TypeError) as err:
+                message = str(err)
+        if message is not None:
+            parser.exit(2, f"fedswa run: error: {message}\n")
     elif args.command == "bench":
         _bench()
     return 0

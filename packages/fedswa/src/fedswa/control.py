@@ -45,6 +45,8 @@ def _check_controls(controls, name: str) -> dict[str, torch.Tensor]:
     for key, value in controls.items():
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"`{name}[{key!r}]` must be a Tensor, got {type(value).__name__}")
+        if not value.is_floating_point():
+            raise TypeError(f"`{name}[{key!r}]` must be floating point, got {value.dtype}")
         if not torch.isfinite(value).all():
             raise ValueError(f"`{name}[{key!r}]` holds NaN or infinity")
     return dict(controls)
@@ -110,6 +112,8 @@ class ControlStore:
     """
 
     def __init__(self, template: Mapping[str, torch.Tensor]):
+        if isinstance(template, Mapping) and not template:
+            raise ValueError("`template` is empty (a control needs trainable float parameters)")
         self._template = {
             k: torch.zeros_like(v) for k, v in _check_controls(template, "template").items()
         }

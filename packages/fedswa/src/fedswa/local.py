@@ -169,7 +169,11 @@ def local_update(
     ValueError
         If ``steps < 1``, ``eta <= 0``, `rho` is outside ``[0, 1]``, ``weight_decay < 0``,
         ``clip_norm <= 0``, ``sam_rho <= 0``, `batches` is empty or holds NaN/inf or mismatched
-        pairs, or the control keys are not the model's trainable parameters.
+        pairs, `model` holds NaN/inf, the model or `loss_fn` fails on a batch (wrong shape,
+        dtype or label range; the original error is chained), `loss_fn` does not return a
+        scalar, or the control keys are not the model's trainable parameters.
+    FloatingPointError
+        If training diverges (NaN or infinity in the loss or the update).
     TypeError
         If `model` is not a ``torch.nn.Module`` or a batch is not a pair of tensors.
 
@@ -206,10 +210,15 @@ def local_update(
         num_examples = check_scalar(num_examples, "num_examples", kind=int, low=1)
     if batches is None:
         raise ValueError("`batches` is empty")
+    if not callable(loss_fn):
+        raise TypeError(f"`loss_fn` must be callable, got {type(loss_fn).__name__}")
     if control is not None and not isinstance(control, ClientControl):
         raise TypeError(f"`control` must be a ClientControl, got {type(control).__name__}")
 
     start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    bad_start = [k for k, v in start.items() if v.is_floating_point() and not v.isfinite().all()]
+    if bad_start:
+        raise ValueError(f"`model` holds NaN or infinity in {bad_start}")
     local = copy.deepcopy(model)
     local.train()
     named = [
@@ -261,6 +270,12 @@ def local_update(
 
     end = local.state_dict()
     delta = {k: (end[k].detach() - start[k]) for k in start if start[k].is_floating_point()}
+    diverged = [k for k, v in delta.items() if not torch.isfinite(v).all()]
+    if diverged or not math.isfinite(loss_sum):
+        raise FloatingPointError(
+            f"local training diverged (NaN or infinity in {diverged or 'the loss'} after "
+            f"{taken} steps at peak rate eta={eta}); lower `eta` or set `clip_norm`"
+        )
     new_control = control_delta = local_control_delta = None
     if control is not None:
         new_control, control_delta, local_control_delta = {}, {}, {}
@@ -286,7 +301,16 @@ def _gradient(model, params, loss_fn, x, y) -> torch.Tensor:
     """Fill ``p.grad`` of every parameter with the minibatch gradient (zeros where unused)."""
     for p in params:
         p.grad = None
-    loss = loss_fn(model(x), y)
+    try:
+        loss = loss_fn(model(x), y)
+    except (RuntimeError, IndexError, TypeError, ValueError) as err:
+        raise ValueError(
+            f"`model`/`loss_fn` failed on a batch of inputs {tuple(x.shape)} {x.dtype} and "
+            f"targets {tuple(y.shape)} {y.dtype} (wrong shape, dtype or label range?): {err}"
+        ) from err
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+        raise ValueError(f"`loss_fn` must return a scalar Tensor, got {shape}")
     loss.backward()
     for p in params:
         if p.grad is None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 
 import torch
@@ -10,6 +11,8 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, jvp
 
 from icml25_core import check_scalar
+
+from .local import _check_batch
 
 __all__ = ["accuracy", "top_hessian_eigenvalue"]
 
@@ -56,8 +59,10 @@ def top_hessian_eigenvalue(
     Raises
     ------
     ValueError
-        If `batches` is empty, ``iters < 1``, ``tol <= 0`` or the model has no trainable
-        parameters.
+        If `batches` is empty or holds NaN/inf or mismatched pairs, the model or `loss_fn`
+        fails on a batch, ``iters < 1``, ``tol <= 0`` or the model has no trainable parameters.
+    FloatingPointError
+        If the Hessian-vector product is not finite.
 
     Notes
     -----
@@ -71,6 +76,7 @@ def top_hessian_eigenvalue(
     data = list(batches) if batches is not None else []
     if not data:
         raise ValueError("`batches` is empty")
+    data = [_check_batch(batch, k) for k, batch in enumerate(data)]
     params = {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
     if not params:
         raise ValueError("`model` has no trainable parameters")
@@ -92,6 +98,20 @@ def top_hessian_eigenvalue(
                 out[k] += hv[k] * (len(x) / total)
         return out
 
+    x0, y0 = data[0]
+    try:
+        with torch.no_grad():
+            first = loss_fn(model(x0), y0)
+    except (RuntimeError, IndexError, TypeError, ValueError) as err:
+        model.train(was_training)
+        raise ValueError(
+            f"`model`/`loss_fn` failed on `batches` item 0 (inputs {tuple(x0.shape)} {x0.dtype}, "
+            f"targets {tuple(y0.shape)} {y0.dtype}): {err}"
+        ) from err
+    if not isinstance(first, torch.Tensor) or first.numel() != 1:
+        model.train(was_training)
+        raise ValueError("`loss_fn` must return a scalar Tensor")
+
     gen = torch.Generator().manual_seed(seed)
     v = {k: torch.randn(t.shape, generator=gen).to(t) for k, t in params.items()}
     norm = torch.sqrt(_dot(v, v))
@@ -101,6 +121,8 @@ def top_hessian_eigenvalue(
         for _ in range(iters):
             hv = hvp(v)
             new = float(_dot(v, hv))
+            if not math.isfinite(new):
+                raise FloatingPointError("the Hessian-vector product holds NaN or infinity")
             norm = torch.sqrt(_dot(hv, hv))
             if norm == 0:
                 return 0.0

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from torch import nn
 
+from icml25_core import check_scalar
+
 __all__ = ["mlp", "small_cnn"]
 
 
 def mlp(in_features: int = 784, hidden: int = 200, num_classes: int = 10) -> nn.Module:
     """``Flatten -> Linear(in, hidden) -> ReLU -> Linear(hidden, classes)`` (2NN of McMahan et al.
-    2017, the usual FL baseline on (Fashion-)MNIST); input ``[B, 1, H, W]`` float32."""
+    2017, the usual FL baseline on (Fashion-)MNIST); input ``[B, 1, H, W]`` float32.
+
+    Raises ValueError if a size is below 1 (at least 2 classes)."""
+    check_scalar(in_features, "in_features", kind=int, low=1)
+    check_scalar(hidden, "hidden", kind=int, low=1)
+    check_scalar(num_classes, "num_classes", kind=int, low=2)
     return nn.Sequential(
         nn.Flatten(),
         nn.Linear(in_features, hidden),

@@ -6,6 +6,8 @@ Axis letters: ``N`` examples, ``C`` classes, ``M`` clients, ``n`` examples per c
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from icml25_core import as_generator, check_array, check_scalar
@@ -75,7 +77,7 @@ def dirichlet_fixed_size(
     """
     labels = _check_labels(labels)
     num_clients = check_scalar(num_clients, "num_clients", kind=int, low=1)
-    alpha = check_scalar(alpha, "alpha", low=0.0, inclusive="neither")
+    alpha = check_scalar(alpha, "alpha", low=0.0, high=math.inf, inclusive="neither")
     size = check_scalar(size, "size", kind=int, low=1)
     seed = check_scalar(seed, "seed", kind=int, low=0)
     if not replace and num_clients * size > len(labels):

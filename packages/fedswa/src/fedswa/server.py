@@ -33,6 +33,17 @@ class ServerState:
     control: dict | None = None
     round: int = 0
 
+    def __post_init__(self):
+        for name, value in (("model_state", self.model_state), ("control", self.control)):
+            if value is None and name == "control":
+                continue
+            if not isinstance(value, Mapping) or not all(
+                isinstance(t, torch.Tensor) for t in value.values()
+            ):
+                raise TypeError(f"`{name}` must be a mapping of str to Tensor, got {type(value)}")
+        if isinstance(self.round, bool) or not isinstance(self.round, int) or self.round < 0:
+            raise ValueError(f"`round` must be an int >= 0, got {self.round!r}")
+
 
 def _ordered(results) -> list[tuple[object, LocalResult]]:
     if isinstance(results, Mapping):
@@ -157,8 +168,9 @@ def server_step(
     Raises
     ------
     ValueError
-        If `alpha`, `gamma` or `participation` is outside ``(0, 1]``, `results` is empty, or a
-        result's keys or shapes differ from the global state (the keys are listed).
+        If `alpha`, `gamma` or `participation` is outside ``(0, 1]``, `results` is empty, the
+        global state holds NaN or infinity, or a result's keys or shapes differ from the global
+        state (the keys are listed).
     FloatingPointError
         If a client sent NaN or infinity (the message names the client).
 
@@ -182,6 +194,9 @@ def server_step(
     w = client_weights(results, weights)
 
     float_ref = {k: v for k, v in state.model_state.items() if v.is_floating_point()}
+    bad_state = [k for k, v in float_ref.items() if not torch.isfinite(v).all()]
+    if bad_state:
+        raise ValueError(f"`state.model_state` holds NaN or infinity in {bad_state}")
     _check_updates(items, "delta", float_ref)
     mean_delta = _weighted_sum(items, "delta", list(float_ref), w)
     model_state = {}

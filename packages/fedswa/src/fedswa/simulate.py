@@ -7,8 +7,9 @@ compare them with and what ``fedswa reproduce`` runs.
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,9 @@ class ShuffledBatches:
     """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int, seed: int):
+        for value, name in ((x, "x"), (y, "y")):
+            if not isinstance(value, torch.Tensor):
+                raise TypeError(f"`{name}` must be a Tensor, got {type(value).__name__}")
         if len(x) != len(y):
             raise ValueError(f"`x` and `y` differ in length ({len(x)} vs {len(y)})")
         if len(x) == 0:
@@ -112,6 +116,42 @@ def _check_partitions(partitions):
             raise ValueError(f"`partitions[{i}]` is empty or its x and y differ in length")
 
 
+_RESERVED = ("round", "eta", "clients", "train_loss")
+
+
+def _fingerprint(model: torch.nn.Module, partitions) -> dict:
+    """What a checkpoint must match besides the settings: the initial model (names, shapes,
+    dtypes and a hash of the values) and every partition (shapes, dtypes and a hash)."""
+
+    def digest(tensors) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for t in tensors:
+            t = t.detach().cpu().contiguous()
+            h.update(f"{tuple(t.shape)}{t.dtype}".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        return h.hexdigest()
+
+    state = model.state_dict()
+    return {
+        "model": [(k, tuple(v.shape), str(v.dtype)) for k, v in state.items()],
+        "model_hash": digest(state.values()),
+        "data_hash": digest(t for part in partitions for t in part),
+    }
+
+
+def _check_checkpoint_path(checkpoint) -> Path | None:
+    if checkpoint is None:
+        return None
+    if not isinstance(checkpoint, str | os.PathLike):
+        raise TypeError(f"`checkpoint` must be a path, got {type(checkpoint).__name__}")
+    path = Path(checkpoint)
+    if path.is_dir():
+        raise ValueError(f"`checkpoint` {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise ValueError(f"`checkpoint` {path}: the directory {path.parent} does not exist")
+    return path
+
+
 def _save(path: Path, payload: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save(payload, tmp)
@@ -161,10 +201,12 @@ def run_federated(
         Round-0 rate ``> 0`` (before ``lr_factor``).
     seed : int, default=0
     eval_fn : callable, optional
-        ``eval_fn(model) -> dict`` of metrics, called after every round.
+        ``eval_fn(model) -> dict`` of metrics, called after every round; its keys must not be
+        ``round``, ``eta``, ``clients`` or ``train_loss``.
     checkpoint : path, optional
-        File rewritten after each round (``torch.save``); an existing one with the same settings
-        is resumed from its last round.
+        File rewritten after each round (``torch.save``); an existing one with the same settings,
+        the same initial model and the same partitions (checked by a hash of their values) is
+        resumed from its last round. Its directory must exist.
     loss_fn : callable, default=torch.nn.functional.cross_entropy
     show_progress : bool, default=False
         A progress bar over the rounds.
@@ -176,8 +218,12 @@ def run_federated(
     Raises
     ------
     ValueError
-        If a size is out of range, `partitions` is empty or malformed, or a checkpoint holds
-        other settings.
+        If a size is out of range, `partitions` is empty or malformed, `checkpoint` is a
+        directory, in a missing directory, unreadable or holds another run (other settings,
+        model or data), or `eval_fn` returns a reserved key.
+    TypeError
+        If `model_fn` is not a callable returning a fresh ``nn.Module`` (an ``nn.Module``
+        instance is refused), or `eval_fn` does not return a mapping.
     FloatingPointError
         If a client diverges (the client is named).
     """
@@ -193,6 +239,14 @@ def run_federated(
     batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
     eta0 = check_scalar(eta0, "eta0", low=0.0, inclusive="neither")
     seed = check_scalar(seed, "seed", kind=int, low=0)
+    if isinstance(model_fn, torch.nn.Module) or not callable(model_fn):
+        raise TypeError(
+            "`model_fn` must be a callable returning a fresh nn.Module (e.g. `lambda: net`), "
+            f"got {type(model_fn).__name__}"
+        )
+    if eval_fn is not None and not callable(eval_fn):
+        raise TypeError(f"`eval_fn` must be callable, got {type(eval_fn).__name__}")
+    path = _check_checkpoint_path(checkpoint)
 
     torch.manual_seed(seed)
     model = model_fn()
@@ -205,13 +259,23 @@ def run_federated(
     settings = {
         "algorithm": repr(cfg), "rounds": rounds, "clients_per_round": clients_per_round,
         "local_steps": local_steps, "batch_size": batch_size, "eta0": eta0, "seed": seed,
-        "num_clients": len(partitions),
+        "num_clients": len(partitions), **_fingerprint(model, partitions),
     }  # fmt: skip
-    path = Path(checkpoint) if checkpoint is not None else None
     if path is not None and path.exists():
-        saved = torch.load(path, weights_only=False)
-        if saved["settings"] != settings:
-            raise ValueError(f"`checkpoint` {path} holds a run with other settings")
+        try:
+            saved = torch.load(path, weights_only=False)
+            saved_settings = saved["settings"]
+        except Exception as err:  # any unreadable file is the same user error
+            raise ValueError(
+                f"`checkpoint` {path} is not a readable run_federated checkpoint"
+            ) from err
+        if saved_settings != settings:
+            diff = sorted(k for k in settings.keys() | saved_settings.keys()
+                          if settings.get(k) != saved_settings.get(k))  # fmt: skip
+            raise ValueError(
+                f"`checkpoint` {path} holds a run with other settings, model or data "
+                f"(differing: {diff}); delete it or pass another path"
+            )
         history.rounds, history.state = saved["rounds"], saved["state"]
         if controls is not None:
             controls.load_state_dict(saved["controls"])
@@ -228,19 +292,23 @@ def run_federated(
             control = (
                 ClientControl(state.control, controls.get(cid)) if controls is not None else None
             )
-            results[cid] = local_update(
-                model,
-                ShuffledBatches(x, y, batch_size, client_seed(seed, t, cid)),
-                steps=local_steps,
-                eta=eta,
-                rho=cfg.rho,
-                weight_decay=cfg.weight_decay,
-                clip_norm=cfg.clip_norm,
-                loss_fn=loss_fn,
-                control=control,
-                sam_rho=cfg.sam_rho,
-                num_examples=len(x),
-            )
+            try:
+                results[cid] = local_update(
+                    model,
+                    ShuffledBatches(x, y, batch_size, client_seed(seed, t, cid)),
+                    steps=local_steps,
+                    eta=eta,
+                    rho=cfg.rho,
+                    weight_decay=cfg.weight_decay,
+                    clip_norm=cfg.clip_norm,
+                    loss_fn=loss_fn,
+                    control=control,
+                    sam_rho=cfg.sam_rho,
+                    num_examples=len(x),
+                )
+            except (FloatingPointError, ValueError, TypeError) as err:
+                where = f"client {cid} (`partitions[{cid}]`), round {t + 1}"
+                raise type(err)(f"{where}: {err}") from err
         state = server_step(
             state,
             results,
@@ -263,7 +331,15 @@ def run_federated(
         }
         if eval_fn is not None:
             model.load_state_dict(state.model_state)
-            record.update(eval_fn(model))
+            metrics = eval_fn(model)
+            if not isinstance(metrics, Mapping):
+                raise TypeError(
+                    f"`eval_fn` must return a dict of metrics, got {type(metrics).__name__}"
+                )
+            clash = sorted(set(metrics) & set(_RESERVED))
+            if clash:
+                raise ValueError(f"`eval_fn` returned reserved keys {clash}; rename them")
+            record.update(metrics)
         history.rounds.append(record)
         history.state = state
         if path is not None:

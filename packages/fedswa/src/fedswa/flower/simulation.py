@@ -4,7 +4,7 @@ each run."""
 
 from __future__ import annotations
 
-from .app import make_client_app_from_config, make_server_app
+from .app import DEFAULTS, make_client_app_from_config, make_server_app
 
 __all__ = ["simulate"]
 
@@ -26,7 +26,20 @@ def simulate(overrides: dict, num_supernodes: int, num_cpus: int = 2) -> dict:
     dict
         ``state`` (final ``state_dict``), ``control``, ``accuracy`` (per round, centralised
         test accuracy) and ``train`` (aggregated client metrics per round).
+
+    Raises
+    ------
+    ValueError
+        If `overrides` holds a key that is not a run-config entry of
+        :data:`~fedswa.flower.app.DEFAULTS` (e.g. ``rounds`` for ``num-rounds``).
     """
+    if not isinstance(overrides, dict):
+        raise TypeError(f"`overrides` must be a dict, got {type(overrides).__name__}")
+    unknown = sorted(set(overrides) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(
+            f"`overrides` has unknown run-config keys {unknown}; valid: {sorted(DEFAULTS)}"
+        )
     from flwr.simulation import run_simulation
 
     captured = {}
