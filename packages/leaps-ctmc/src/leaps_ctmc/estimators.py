@@ -1,0 +1,132 @@
+"""Importance-sampling estimators on log-weights: log-mean-exp, ESS, SNIS, systematic resampling.
+
+Source: LEAPS (Holderrieth, Albergo, Jaakkola, ICML 2025), Sec. 4 and Algorithm 1: self-
+normalised importance sampling (SNIS) with the Jarzynski weights e^{A}, log Z estimate
+log mean e^{A}, ESS = (mean e^A)^2 / mean e^{2A} in (0, 1], resampling when ESS <= delta.
+All reductions run in float64 on max-shifted weights, so log-weights of +-1e4 do not overflow.
+Axis letter: M walkers.
+"""
+
+import math
+
+import torch
+
+from icml25_core import check_tensor
+
+__all__ = ["log_mean_exp", "ess", "snis", "systematic_resample"]
+
+
+def _check_log_w(log_w) -> torch.Tensor:
+    check_tensor(log_w, "log_w", ndim=1, finite=False)
+    if not log_w.is_floating_point():
+        raise TypeError(f"`log_w` must be a floating tensor, got dtype {log_w.dtype}")
+    log_w = log_w.to(torch.float64)
+    if bool(torch.isnan(log_w).any()) or bool((log_w == math.inf).any()):
+        raise ValueError("`log_w` contains NaN or +inf")
+    if bool((log_w == -math.inf).all()):
+        raise ValueError("`log_w` is -inf everywhere: every weight is zero")
+    return log_w
+
+
+def log_mean_exp(log_w) -> float:
+    """log (1/M sum_m e^{log_w_m}), the log Z_1/Z_0 estimate (float64).
+
+    Parameters
+    ----------
+    log_w : Tensor, float [M]
+        Log-weights; -inf entries are zero weights.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Empty, NaN or +inf entries, or all -inf.
+    """
+    log_w = _check_log_w(log_w)
+    return float(torch.logsumexp(log_w, 0) - math.log(log_w.numel()))
+
+
+def ess(log_w) -> float:
+    """Normalised effective sample size (sum w)^2 / (M sum w^2) in (0, 1] (float64).
+
+    Parameters
+    ----------
+    log_w : Tensor, float [M]
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Empty, NaN or +inf entries, or all -inf.
+    """
+    log_w = _check_log_w(log_w)
+    log_w = log_w - log_w.max()  # shift first: no cancellation between two large numbers
+    value = 2 * torch.logsumexp(log_w, 0) - torch.logsumexp(2 * log_w, 0)
+    return float(torch.exp(value - math.log(log_w.numel())).clamp(max=1.0))
+
+
+def snis(log_w, values):
+    """Self-normalised importance-sampling mean sum_m softmax(log_w)_m h(X_m) and its s.e.
+
+    The standard error is the delta-method one, sqrt(sum_m wbar_m^2 (h_m - mean)^2).
+
+    Parameters
+    ----------
+    log_w : Tensor, float [M]
+    values : Tensor, float [M] or [M, ...]
+        h(X_m).
+
+    Returns
+    -------
+    (mean, se) : two float64 Tensors of shape values.shape[1:].
+
+    Raises
+    ------
+    ValueError
+        Bad `log_w` (see :func:`ess`), `values` with another length or NaN.
+    """
+    log_w = _check_log_w(log_w)
+    check_tensor(values, "values")
+    if values.shape[0] != log_w.shape[0]:
+        raise ValueError(f"`values` must have {log_w.shape[0]} rows, got {values.shape[0]}")
+    w = torch.softmax(log_w, 0).reshape(-1, *([1] * (values.ndim - 1)))
+    v = values.to(torch.float64)
+    mean = (w * v).sum(0)
+    se = torch.sqrt((w**2 * (v - mean) ** 2).sum(0))
+    return mean, se
+
+
+def systematic_resample(log_w, generator=None) -> torch.Tensor:
+    """Systematic resampling: M indices with counts within M * wbar_m +- 1.
+
+    Positions (u + k) / M, u ~ U[0, 1), looked up with ``torch.searchsorted`` in the float64
+    cumulative weights whose last entry is set to exactly 1, so no index runs past the end (the
+    official code's float32 while-loop can).
+
+    Parameters
+    ----------
+    log_w : Tensor, float [M]
+    generator : torch.Generator, optional
+
+    Returns
+    -------
+    Tensor, int64 [M], indices in [0, M).
+
+    Raises
+    ------
+    ValueError
+        Bad `log_w` (see :func:`ess`).
+    """
+    log_w = _check_log_w(log_w)
+    M = log_w.numel()
+    cdf = torch.softmax(log_w, 0).cumsum(0)
+    cdf[-1] = 1.0
+    u = torch.rand((), generator=generator, dtype=torch.float64, device=log_w.device)
+    positions = (u + torch.arange(M, dtype=torch.float64, device=log_w.device)) / M
+    return torch.searchsorted(cdf, positions, right=True).clamp(max=M - 1)

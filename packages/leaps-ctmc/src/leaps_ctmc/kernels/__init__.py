@@ -1,0 +1,1 @@
+"""Kernels of leaps-ctmc: each op's readable reference beside its fast forms."""
