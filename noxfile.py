@@ -4,7 +4,9 @@ Every library under ``packages/*/`` (and the core, ``shared/``) gets its own vir
 per session, holding only ``icml25-core``, the library and the extras that session needs: a test
 that passes here proves the library works with nothing but what it declares. Environments live in
 ``.nox/<session>-<dist>/`` and are reused until the library's ``pyproject.toml``, the core's or
-``tools/constraints.txt`` changes (pass ``--fresh`` after ``--`` to rebuild them).
+``tools/constraints.txt`` changes (pass ``--fresh`` after ``--`` to rebuild them). With
+``ICML25_DROP_VENVS=1`` (set by ``.ci/run``) each library's test venv is deleted once its tests have
+run, so disk use peaks at one venv (a torch + Triton venv is ~2.4 GB) instead of all of them.
 
     nox -s tests                     # core, tools and every library
     nox -s tests -- permucate        # one library (names after --; pytest options after them)
@@ -207,6 +209,8 @@ def tests(session: nox.Session) -> None:
         except CommandFailed:
             failed.append(dist)
         timings[dist] = time.perf_counter() - start
+        if os.environ.get("ICML25_DROP_VENVS") == "1" and dist not in (CORE, "tools"):
+            shutil.rmtree(venv)
     report_timings(session, "test time per library", timings)
     if failed:
         session.error(f"tests failed for: {', '.join(failed)}")
