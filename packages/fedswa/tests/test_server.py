@@ -151,6 +151,17 @@ def test_nan_delta_names_the_client():
         server_step(_state(), results)
 
 
+def test_opposite_infinities_name_the_first_client():
+    """+inf and -inf cancel to NaN in the sum; the scan still names a culprit."""
+    results = {
+        "site-a": _result({"w": torch.tensor([float("inf"), 0.0, 0.0])}),
+        "site-b": _result({"w": torch.ones(3)}),
+        "site-c": _result({"w": torch.tensor([float("-inf"), 0.0, 0.0])}),
+    }
+    with pytest.raises(FloatingPointError, match="site-a"):
+        server_step(_state(), results)
+
+
 @pytest.mark.parametrize(
     ("args", "error", "match"),
     [

@@ -89,6 +89,8 @@ def client_weights(results, weights: str = "num_examples") -> list[float]:
 
 
 def _check_updates(items, name: str, reference: Mapping[str, torch.Tensor]) -> None:
+    """Each client's `name` upload has the reference's keys and shapes (values: see
+    :func:`_weighted_sum`)."""
     keys = set(reference)
     for cid, res in items:
         update = getattr(res, name)
@@ -102,23 +104,35 @@ def _check_updates(items, name: str, reference: Mapping[str, torch.Tensor]) -> N
         bad = [k for k in keys if update[k].shape != reference[k].shape]
         if bad:
             raise ValueError(f"`results` of client {cid!r}: {name} shapes differ for keys: {bad}")
-        for k, v in update.items():
-            if not torch.isfinite(v).all():
+
+
+def _weighted_sum(items, name: str, keys, w: list[float]) -> dict[str, torch.Tensor]:
+    """``sum_i w_i u_i`` key by key, accumulated in place (one read of each client tensor).
+
+    A non-finite upload makes its key's sum non-finite (NaN and +-inf propagate through
+    ``acc + w u`` for every ``w >= 0``, as ``0 * inf`` is NaN), so only the sums are checked;
+    when one is not finite, the clients are scanned for that key to name the culprit.
+    """
+    keys = list(keys)
+    first = getattr(items[0][1], name)
+    out = [first[k] * w[0] for k in keys]
+    for (_, res), wi in zip(items[1:], w[1:], strict=True):
+        update = getattr(res, name)
+        torch._foreach_add_(out, [update[k] for k in keys], alpha=wi)
+    for k, acc in zip(keys, out, strict=True):
+        if torch.isfinite(acc).all():
+            continue
+        for cid, res in items:
+            if not torch.isfinite(getattr(res, name)[k]).all():
                 raise FloatingPointError(
                     f"client {cid!r} sent a non-finite {name} for {k!r} (NaN or infinity); "
                     "lower the learning rate or check its data"
                 )
-
-
-def _weighted_sum(items, name: str, keys, w: list[float]) -> dict[str, torch.Tensor]:
-    out = {}
-    for k in keys:
-        acc = None
-        for (_, res), wi in zip(items, w, strict=True):
-            term = getattr(res, name)[k] * wi
-            acc = term if acc is None else acc + term
-        out[k] = acc
-    return out
+        raise FloatingPointError(
+            f"the weighted sum of the clients' {name} for {k!r} overflowed (every upload is "
+            "finite); lower the learning rate"
+        )
+    return dict(zip(keys, out, strict=True))
 
 
 def server_step(
