@@ -3,10 +3,10 @@
 Three forms of the same maths (see ``naive.py`` for it and its source): ``naive`` (the readable
 reference, gathers the [B, C, K, N] neighbourhood), ``loop`` (one offset at a time, [B, C, N]
 memory) and ``factored`` (one matmul for all offsets, the state-independent part as a plain
-gathered conv). By default (benchmarks/RESULTS.md) sampling runs ``loop``, and training runs
-``factored`` while its [B, K, C, N] weights stay under ``FACTORED_MAX_ELEMENTS`` and ``loop``
-beyond (k = 15 on 15 x 15 with hundreds of walkers: gigabytes). All are plain PyTorch, so autograd,
-DDP and ``torch.compile`` see ordinary ops.
+gathered conv). By default (benchmarks/RESULTS.md) sampling and training run ``loop``, 2-4x
+faster than ``factored`` forward and backward on the CPU; ``factored`` recomputes the Triton
+kernel's backward. All are plain PyTorch, so autograd, DDP and ``torch.compile`` see ordinary
+ops.
 """
 
 import os
@@ -21,7 +21,6 @@ from .naive import naive_sdconv, offset_index
 
 __all__ = ["sdconv", "offset_index"]
 
-FACTORED_MAX_ELEMENTS = 2**25  # 128 MiB of float32 weights
 FORMS = {"naive": naive_sdconv, "loop": loop_sdconv, "factored": factored_sdconv}
 
 
@@ -59,10 +58,8 @@ def sdconv(h, e, A, b1, b2, m, *, form=None):
     form : {"naive", "loop", "factored", "triton"}, optional
         Force a form. Default: ``triton`` when ``icml25_core.select_backend()`` picks a Triton
         backend for CUDA tensors, or when ``ICML25_BACKEND=triton-interpret`` (with
-        ``TRITON_INTERPRET=1`` set before triton is first imported); otherwise ``loop`` without
-        gradients (sampling) and, with gradients (training), ``factored`` up to
-        ``FACTORED_MAX_ELEMENTS`` weights and ``loop`` beyond. The environment variable
-        ``LEAPS_SDCONV_FORM`` overrides the default.
+        ``TRITON_INTERPRET=1`` set before triton is first imported); otherwise ``loop``. The
+        environment variable ``LEAPS_SDCONV_FORM`` overrides the default.
 
     Returns
     -------
@@ -87,7 +84,7 @@ def sdconv(h, e, A, b1, b2, m, *, form=None):
     if m.shape != (B, K):
         raise ValueError(f"`m` must have shape [{B}, {K}], got {tuple(m.shape)}")
     if form is None:
-        form = os.environ.get("LEAPS_SDCONV_FORM") or _default_form(h, A, K)
+        form = os.environ.get("LEAPS_SDCONV_FORM") or _default_form(h)
     if form == "triton":
         return _TritonSDConv.apply(h, e, A, b1, b2, m)
     if form not in FORMS:
@@ -95,12 +92,9 @@ def sdconv(h, e, A, b1, b2, m, *, form=None):
     return FORMS[form](h, e, A, b1, b2, m)
 
 
-def _default_form(h, A, K):
+def _default_form(h):
     backend = select_backend()
     interpret = os.environ.get("ICML25_BACKEND") == "triton-interpret"  # asked for, never picked
     if interpret or (backend == "triton" and h.is_cuda):
         return "triton"
-    if not torch.is_grad_enabled() or not (h.requires_grad or A.requires_grad):
-        return "loop"  # inference: fastest in benchmarks/RESULTS.md
-    size = h.shape[0] * K * h.shape[1] * h.shape[2] * h.shape[3]
-    return "factored" if size <= FACTORED_MAX_ELEMENTS else "loop"
+    return "loop"  # fastest on the CPU, with and without gradients (benchmarks/RESULTS.md)
