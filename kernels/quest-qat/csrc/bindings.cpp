@@ -23,6 +23,9 @@ void check(cudaError_t err, const char* what) {
 template <typename T>
 T* ptr(std::uintptr_t p) { return reinterpret_cast<T*>(p); }
 
+// Which kernel launch_int4_gemm runs for m rows.
+std::string gemm_path(int m) { return m <= kGemvMaxM ? "splitk_gemv_mma" : "tiled_mma"; }
+
 int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
@@ -33,6 +36,7 @@ void int4_gemm(std::uintptr_t a, std::uintptr_t w, std::uintptr_t c, int m, int 
                std::uintptr_t stream) {
   if (m < 0 || n < 0 || k < 0) throw std::invalid_argument("m, n, k must be >= 0");
   if (k % 64 != 0) throw std::invalid_argument("k must be a multiple of 64, got " + std::to_string(k));
+  if (a % 16 != 0 || w % 16 != 0) throw std::invalid_argument("a and w must be 16-byte aligned");
   check(launch_int4_gemm(ptr<const int8_t>(a), ptr<const uint8_t>(w), ptr<int32_t>(c), m, n, k,
                          reinterpret_cast<cudaStream_t>(stream)),
         "int4_gemm");
@@ -73,6 +77,7 @@ long long gemm_selftest(int m, int n, int k, unsigned seed) {
   DeviceBuffer<int32_t> dc(static_cast<size_t>(m) * n);
   da.put(a);
   dw.put(w);
+  check(cudaMemset(dc.p, 0x7F, sizeof(int32_t) * m * n), "poison C");  // unwritten entries show
   check(launch_int4_gemm(da.p, dw.p, dc.p, m, n, k, nullptr), "int4_gemm");
   check(cudaDeviceSynchronize(), "sync");
   std::vector<int32_t> c(static_cast<size_t>(m) * n);
@@ -128,6 +133,8 @@ PYBIND11_MODULE(_C, mod) {
           py::arg("w_add"), py::arg("step_w"), py::arg("bias"), py::arg("y"), py::arg("m"),
           py::arg("n"), py::arg("stream") = 0,
           "y = (2C + rowsum_a + w_add)·½·Δ_aΔ_w + bias (fp32); bias may be 0 (none).");
+  mod.def("gemm_path", &gemm_path, py::arg("m"),
+          "Kernel run for m rows: 'splitk_gemv_mma' (m <= 16) or 'tiled_mma'.");
   mod.def("gemm_selftest", &gemm_selftest, py::arg("m"), py::arg("n"), py::arg("k"),
           py::arg("seed") = 0, "Entries of C that differ from an exact host reference.");
   mod.def("epilogue_selftest", &epilogue_selftest, py::arg("m"), py::arg("n"), py::arg("seed") = 0,

@@ -8,7 +8,7 @@ import torch
 from quest_qat import gaussian_mse, grid_levels, optimal_gaussian_scale, quest_quantize
 from scipy import integrate
 from scipy.optimize import minimize_scalar
-from scipy.stats import norm
+from scipy.stats import chi2, norm
 
 PAPER_MSE = (0.3633802, 0.1188461, 0.0374397, 0.0115429, 0.0034952, 0.0010400, 0.0003044,
              0.0000878)  # fmt: skip
@@ -58,15 +58,46 @@ def test_fp4_mse_matches_spec():
     assert gaussian_mse(4, grid="fp4") == pytest.approx(0.0126849, abs=5e-7)
 
 
-@pytest.mark.parametrize("bits", [1, 2, 3, 4])
+def _row_rms_expected_mse(bits, n, n_s=64, n_x=100_001):
+    """E[(x_1 - Q(x_1))²] when Q's scale is α_b times the RMS of a row of n iid N(0, 1).
+
+    The row RMS is σ̂ = sqrt((x_1² + S)/n) with S = Σ_{j>1} x_j² ~ χ²(n-1) independent of x_1,
+    so the expectation is the double integral over φ(x_1) and the χ² law of S of the mid-rise
+    error (QuEST §3; grid as in spec §2). S: midpoints of n_s equal-probability cells of
+    χ²(n-1); x_1: a Riemann sum on [-9, 9] (relative change < 2e-4 against 200 x 400001 points).
+    """
+    alpha, top = optimal_gaussian_scale(bits), 2 ** (bits - 1)
+    s = chi2(n - 1).ppf((np.arange(n_s) + 0.5) / n_s)
+    x = np.linspace(-9.0, 9.0, n_x)
+    weight = norm.pdf(x) * (x[1] - x[0])
+    total = 0.0
+    for s_j in s:
+        step = 2 * alpha * np.sqrt((x**2 + s_j) / n) / (2 * top - 1)
+        q = np.clip(np.floor(x / step), -top, top - 1)
+        total += ((x - (q + 0.5) * step) ** 2 * weight).sum()
+    return total / n_s
+
+
+@pytest.mark.parametrize("bits", range(1, 9))
 def test_empirical_mse_matches_closed_form(bits, gen):
-    # The closed form has σ = 1 known; the quantizer estimates σ per row of 1024. At b >= 5 the
-    # clipping term dominates and the estimate's correlation with the row's tail moves the
-    # empirical MSE by more than 1% (-1.25% measured at b = 8), so the 1% check stops at 4 bits.
+    # Spec test 2 on N(0, 1), 4096 x 1024, no rotation. The closed form assumes σ = 1 known; the
+    # quantizer uses each row's RMS, which lowers the expected MSE by 0.09% (b = 1) to 0.89%
+    # (b = 8): rows with tail entries get a wider grid. That expectation is computed exactly
+    # above and must lie within 1% below the closed form. The sample mean is checked against it
+    # within max(1%, 4 standard errors): at b >= 7 the error is dominated by rare clipped
+    # entries and the standard error of the mean over 4M entries reaches 0.65% (b = 7) and 1.4%
+    # (b = 8), so a fixed 1% would pass or fail on the seed, not on the maths.
     x = torch.randn(4096, 1024, generator=gen)
     xhat, _, _ = quest_quantize(x, bits, rotate=False)
-    mse = (xhat - x).square().mean().item()
-    assert mse == pytest.approx(gaussian_mse(bits), rel=0.01)
+    per_row = (xhat - x).square().mean(dim=1).double()
+    mse = per_row.mean().item()
+    stderr = per_row.std().item() / math.sqrt(per_row.numel())
+    expected = _row_rms_expected_mse(bits, x.shape[1])
+    closed = gaussian_mse(bits)
+    assert -0.01 < expected / closed - 1 < 0
+    assert abs(mse - expected) <= max(0.01 * expected, 4 * stderr)
+    if bits <= 4:  # bias <= 0.35% and SE <= 0.18%: the spec's direct 1% check has margin
+        assert mse == pytest.approx(closed, rel=0.01)
 
 
 @pytest.mark.parametrize("bits", range(1, 9))

@@ -1,4 +1,5 @@
-"""Scale-out (spec §7): 2-rank gloo DDP training matches one process to 1e-6."""
+"""Scale-out (spec §7): 2-rank gloo DDP and FSDP2 (``fully_shard``) training match one process
+to 1e-6."""
 
 import os
 import signal
@@ -23,13 +24,14 @@ def _free_port():
 
 
 @pytest.mark.slow
-def test_ddp_two_ranks_match_one_process(tmp_path):
-    out = tmp_path / "ddp.pt"
+@pytest.mark.parametrize("mode", ["ddp", "fsdp2"])
+def test_two_ranks_match_one_process(mode, tmp_path):
+    out = tmp_path / f"{mode}.pt"
     port = _free_port()
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}  # stacks on abort
     procs = [
         subprocess.Popen(
-            [sys.executable, str(HERE / "ddp_worker.py"), str(r), "2", str(port), str(out)],
+            [sys.executable, str(HERE / "ddp_worker.py"), mode, str(r), "2", str(port), str(out)],
             env=env,
             start_new_session=True,
         )
@@ -44,7 +46,7 @@ def test_ddp_two_ranks_match_one_process(tmp_path):
     assert codes == [0, 0]
     model, x, y = model_and_data()
     single = train(model, x, y)
-    ddp = torch.load(out, weights_only=True)
-    assert set(ddp) == set(single)
+    sharded = torch.load(out, weights_only=True)
+    assert set(sharded) == set(single)
     for k in single:
-        assert (ddp[k] - single[k]).abs().max().item() <= 1e-6, k
+        assert (sharded[k] - single[k]).abs().max().item() <= 1e-6, k

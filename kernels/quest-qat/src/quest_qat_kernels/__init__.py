@@ -5,7 +5,21 @@ link against libtorch. quest-qat calls them when this package is installed and t
 a GPU, and falls back to its PyTorch reference otherwise.
 """
 
-from ._C import device_count, epilogue, epilogue_selftest, gemm_selftest, int4_gemm
+from ._C import (
+    device_count,
+    epilogue,
+    epilogue_selftest,
+    gemm_path,
+    gemm_selftest,
+    int4_gemm,
+)
 
 __version__ = "0.0.1"
-__all__ = ["int4_gemm", "epilogue", "device_count", "gemm_selftest", "epilogue_selftest"]
+__all__ = [
+    "int4_gemm",
+    "gemm_path",
+    "epilogue",
+    "device_count",
+    "gemm_selftest",
+    "epilogue_selftest",
+]

@@ -158,19 +158,10 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
         targets.append((fqn, module))
     swapped = 0
     for fqn, module in targets:
-        k = module.in_features
-        block = _auto_block(k) if config.block == "auto" else config.block
-        if k % block:
-            if config.on_incompatible == "skip":
-                continue
-            raise ValueError(
-                f"layer {fqn!r}: in_features K={k} is not a multiple of block={block} "
-                "(use block='auto' or on_incompatible='skip')"
-            )
-        wq = _quantizer(config.w_bits, block, config, "w")
-        aq = _quantizer(config.a_bits, block, config, "a")
-        _set(model, fqn, QuESTLinear.from_linear(module, wq or RotatedWeight(block), aq))
-        swapped += 1
+        layer = _swap_linear(module, config, fqn)
+        if layer is not None:
+            _set(model, fqn, layer)
+            swapped += 1
     if swapped == 0:
         warnings.warn(
             "prepare_ swapped no layer: no nn.Linear left outside lm_head, tied layers and "
@@ -178,6 +169,27 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
             stacklevel=2,
         )
     return model
+
+
+def _swap_linear(linear: nn.Linear, config: QuESTConfig, fqn: str = "") -> QuESTLinear | None:
+    """The :class:`QuESTLinear` that `config` makes of one `linear` (the swap of :func:`prepare_`).
+
+    Returns None when K is not a multiple of the block and ``on_incompatible="skip"``; raises
+    ValueError naming `fqn`, K and the block when ``on_incompatible="raise"``.
+    """
+    k = linear.in_features
+    block = _auto_block(k) if config.block == "auto" else config.block
+    if k % block:
+        if config.on_incompatible == "skip":
+            return None
+        where = f"layer {fqn!r}: " if fqn else ""
+        raise ValueError(
+            f"{where}in_features K={k} is not a multiple of block={block} "
+            "(use block='auto' or on_incompatible='skip')"
+        )
+    wq = _quantizer(config.w_bits, block, config, "w")
+    aq = _quantizer(config.a_bits, block, config, "a")
+    return QuESTLinear.from_linear(linear, wq or RotatedWeight(block), aq)
 
 
 def _set(model, fqn, layer):

@@ -123,17 +123,22 @@ def _native_gemm():
 
 
 def int4_gemm(a_codes: torch.Tensor, qweight: torch.Tensor) -> torch.Tensor:
-    """int32 ``C = a·wᵀ``: the native CUDA kernel when installed and on GPU, else the reference."""
+    """int32 ``C = a·wᵀ``: the native CUDA kernel when installed and on GPU, else the reference.
+
+    The native kernel needs K % 64 == 0 and 16-byte aligned operands; other inputs take the
+    reference (:func:`~quest_qat.int4_matmul`), which gives the same exact result.
+    """
     native = _native_gemm() if a_codes.is_cuda else None
-    if native is None:
-        return int4_matmul(a_codes, qweight)
-    m, n = a_codes.shape[0], qweight.shape[0]
-    out = torch.empty((m, n), dtype=torch.int32, device=a_codes.device)
-    native.int4_gemm(
-        a_codes.contiguous().data_ptr(), qweight.contiguous().data_ptr(), out.data_ptr(),
-        m, n, a_codes.shape[1], torch.cuda.current_stream().cuda_stream,
-    )  # fmt: skip
-    return out
+    if native is not None:
+        a, w = a_codes.contiguous(), qweight.contiguous()  # alive until the launch is queued
+        if a.shape[1] % 64 == 0 and a.data_ptr() % 16 == 0 and w.data_ptr() % 16 == 0:
+            out = torch.empty((a.shape[0], w.shape[0]), dtype=torch.int32, device=a.device)
+            native.int4_gemm(
+                a.data_ptr(), w.data_ptr(), out.data_ptr(), a.shape[0], w.shape[0], a.shape[1],
+                torch.cuda.current_stream().cuda_stream,
+            )  # fmt: skip
+            return out
+    return int4_matmul(a_codes, qweight)
 
 
 class QuESTInt4Linear(nn.Module):

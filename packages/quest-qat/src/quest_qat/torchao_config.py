@@ -1,0 +1,63 @@
+"""QuEST as a torchao workflow: ``torchao.quantization.quantize_(model, QuESTAOConfig(...))``.
+
+torchao (>= 0.18, the ``[torchao]`` extra) is imported only when ``QuESTAOConfig`` is first
+looked up (PEP 562 module ``__getattr__``), so ``quest_qat`` imports without it. The config is a
+:class:`~quest_qat.QuESTConfig` that is also a ``torchao.core.config.AOBaseConfig``; its handler,
+registered with torchao's ``register_quantize_module_handler`` (torchao 0.18
+``quantization/transform_module.py``), makes of each ``nn.Linear`` that ``quantize_``'s
+``filter_fn`` selects exactly the :class:`~quest_qat.QuESTLinear` that :func:`~quest_qat.prepare_`
+makes (same weight and bias Parameters).
+
+Difference from :func:`~quest_qat.prepare_`: ``quantize_`` chooses the layers with its own
+``filter_fn`` (default: every ``nn.Linear``, ``lm_head`` and tied layers included) and gives the
+handler no layer name, so pass ``filter_fn=lambda m, fqn: not fqn.endswith("lm_head")`` to keep
+the LM head in full precision as ``prepare_`` does.
+
+Example::
+
+    from torchao.quantization import quantize_
+    from quest_qat.torchao_config import QuESTAOConfig
+
+    quantize_(model, QuESTAOConfig(w_bits=4, a_bits=4))  # same layers as prepare_(model, ...)
+"""
+
+import functools
+from dataclasses import dataclass
+
+from torch import nn
+
+from .api import QuESTConfig, _swap_linear
+
+
+@functools.cache
+def _ao_config_class():
+    """Build ``QuESTAOConfig`` and register its handler (once; needs torchao)."""
+    from torchao.core.config import AOBaseConfig
+    from torchao.quantization.transform_module import register_quantize_module_handler
+
+    @dataclass
+    class QuESTAOConfig(QuESTConfig, AOBaseConfig):
+        """:class:`~quest_qat.QuESTConfig` for ``torchao.quantization.quantize_``.
+
+        Same fields, defaults and validation as ``QuESTConfig`` (w_bits, a_bits, block, trust,
+        clip_scale, grid, sparse48, on_incompatible).
+        """
+
+    QuESTAOConfig.__module__ = __name__
+    QuESTAOConfig.__qualname__ = "QuESTAOConfig"  # pickle finds it through __getattr__
+
+    @register_quantize_module_handler(QuESTAOConfig)
+    def _quest_transform(module: nn.Module, config: QuESTAOConfig) -> nn.Module:
+        # filter_fn may select any module: only plain nn.Linear layers are swapped, as in prepare_.
+        if type(module) is not nn.Linear:
+            return module
+        layer = _swap_linear(module, config)
+        return module if layer is None else layer
+
+    return QuESTAOConfig
+
+
+def __getattr__(name):
+    if name == "QuESTAOConfig":
+        return _ao_config_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
