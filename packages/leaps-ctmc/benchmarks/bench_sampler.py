@@ -2,7 +2,7 @@
 
 1. Seconds per sampler step at B = 1000 walkers on the 15 x 15 Ising torus with the official LEC
    (kernels 3, 5, 7, 9, 15; 20 channels), one net pass per step.
-2. ESS per wall-second of the trained 6 x 6 sampler of `leaps-ctmc reproduce` (its checkpoint in
+2. ESS per wall-second of the trained sampler of `leaps-ctmc reproduce` (its checkpoint in
    reports/leaps-ctmc-run/*/ising/) against AIS with vectorised checkerboard Metropolis sweeps,
    at the same 50 steps. Skipped with a message when the checkpoint is missing.
 
