@@ -53,11 +53,34 @@ X_POTTS = POTTS.sample_base(2)
         (lambda: GraphIsingPath([[0, 1]], 1.0, n_nodes=1), ValueError, "`edges`"),
         (lambda: GraphIsingPath([[0.5, 1.0]], 1.0), TypeError, "`edges`"),
         (lambda: GraphIsingPath([[0, 1]], 1.0, weights=[NAN]), ValueError, "`weights`"),
+        (lambda: GraphIsingPath([[0, 1]], 1.0, weights=[1.0, 2.0]), ValueError, "`weights`"),
+        (lambda: GraphIsingPath([[0, 1]], 1.0, weights=["a"]), TypeError, "`weights`"),
     ],
 )
 def test_paths_reject_bad_construction(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "match"),
+    [
+        # a directed graph's reciprocal edges would double the bond (silently, before)
+        (lambda nx: nx.DiGraph([(0, 1), (1, 0), (1, 2)]), ValueError, "undirected"),
+        # `weights` and `n_nodes` that contradict the graph were silently ignored before
+        (lambda nx: (nx.path_graph(3), {"weights": [2.0, 2.0]}), ValueError, "`weights`"),
+        (lambda nx: (nx.path_graph(3), {"n_nodes": 5}), ValueError, "`n_nodes`"),
+        (lambda nx: nx.Graph([(0, 1, {"weight": "a"})]), TypeError, "'weight'"),
+        (lambda nx: nx.Graph([(0, 1, {"weight": NAN})]), ValueError, "'weight'"),
+    ],
+)
+def test_graph_path_rejects_bad_networkx_input(make, error, match):
+    nx = pytest.importorskip("networkx")
+    made = make(nx)
+    graph, kwargs = made if isinstance(made, tuple) else (made, {})
+    with pytest.raises(error, match=match):
+        GraphIsingPath(graph, 0.5, **kwargs)
+    assert GraphIsingPath(nx.path_graph(3), 0.5, n_nodes=3).n_sites == 3
 
 
 @pytest.mark.parametrize("method", ["U", "dU_dt", "neighbor_delta"])
@@ -141,6 +164,8 @@ def test_net_constructors_reject_bad_arguments(make, match):
         (lambda: corrector(torch.zeros(2, 3, 3), X_ISING, torch.zeros(2, 3)), "`delta`"),
         (lambda: corrector(torch.zeros(2, 3, 3), X_ISING, torch.full((2, 3, 3), NAN)), "`delta`"),
         (lambda: corrector(torch.full((2, 3, 3), NAN), X_ISING, torch.zeros(2, 3, 3)), "`G`"),
+        # an Ising-shaped G with Potts int64 states was silently taken as Ising before
+        (lambda: rates(torch.zeros(2, 3, 3), X_POTTS), "`G`"),
     ],
 )
 def test_functional_ops_reject_bad_input(call, match):
@@ -164,6 +189,11 @@ def test_functional_ops_reject_bad_input(call, match):
         ({"x0": torch.zeros(4, 3, 3)}, ValueError, "`x0`"),
         ({"x0": torch.ones(3, 3, 3)}, ValueError, "`x0`"),
         ({"net": LocallyEquivariantConv(3, kernel_sizes=(3,), channels=2)}, ValueError, "`net`"),
+        ({"generator": 3}, TypeError, "`generator`"),
+        ({"generator": 3, "x0": torch.ones(4, 3, 3)}, TypeError, "`generator`"),
+        ({"path": "ising"}, TypeError, "`path`"),
+        ({"net": lambda x, t: x}, TypeError, "`net`"),
+        ({"net": LocallyEquivariantMLP(4)}, ValueError, "n_sites"),
     ],
 )
 def test_sample_rejects_bad_arguments(kwargs, error, match):
@@ -217,6 +247,8 @@ def test_snis_rejects_bad_values():
     with pytest.raises(ValueError, match="`values`"):
         snis(torch.zeros(3), torch.zeros(4))
     with pytest.raises(ValueError, match="`values`"):
+        snis(torch.zeros(3), torch.tensor(1.0))
+    with pytest.raises(ValueError, match="`values`"):
         snis(torch.zeros(3), torch.tensor([0.0, NAN, 1.0]))
 
 
@@ -230,6 +262,10 @@ def test_pinn_loss_and_mcmc_reject_bad_input():
         metropolis_sweep(ISING, X_ISING, 0.5, sweeps=-1)
     with pytest.raises(ValueError, match="`x`"):
         metropolis_sweep(POTTS, torch.full((2, 3, 3), 7), 0.5)
+    with pytest.raises(TypeError, match="`generator`"):
+        metropolis_sweep(ISING, X_ISING, 0.5, generator="seed")
+    with pytest.raises(TypeError, match="`generator`"):
+        systematic_resample(torch.zeros(3), generator=0)
 
 
 @pytest.mark.parametrize(
@@ -252,6 +288,22 @@ def test_trainer_rejects_bad_arguments(kwargs, match):
     trainer = Trainer(ISING, NETS["conv"](2), FreeEnergyNet(hidden=(4,)))
     with pytest.raises(ValueError, match="`steps`"):
         trainer.fit(-1)
+
+
+@pytest.mark.parametrize(
+    ("net", "fnet", "error", "match"),
+    [
+        # a mismatched net used to be accepted and fail only inside fit
+        (lambda: NETS["conv"](3), lambda: FreeEnergyNet(hidden=(4,)), ValueError, r"`net`.*q"),
+        (lambda: LocallyEquivariantMLP(5, 2), lambda: FreeEnergyNet(hidden=(4,)), ValueError,
+         r"`net`.*n_sites"),
+        (lambda: (lambda x, t: x), lambda: FreeEnergyNet(hidden=(4,)), TypeError, "`net`"),
+        (lambda: NETS["conv"](2), lambda: (lambda t: t), TypeError, "`fnet`"),
+    ],
+)  # fmt: skip
+def test_trainer_rejects_a_net_that_does_not_fit_the_path(net, fnet, error, match):
+    with pytest.raises(error, match=match):
+        Trainer(ISING, net(), fnet())
 
 
 @pytest.mark.parametrize(

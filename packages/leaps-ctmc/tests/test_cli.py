@@ -45,9 +45,63 @@ def test_train_then_sample_prints_ess_and_log_z(model, exact, tmp_path, capsys):
     assert exact in out
 
 
-def test_train_rejects_bad_lattice(tmp_path):
-    with pytest.raises(ValueError, match="L"):
-        main(["train", "--L", "2", "--steps", "1", "--out", str(tmp_path / "x.pt")])
+TINY = ["--L", "3", "--n-steps", "3", "--walkers", "4", "--batch-size", "4",
+        "--kernel-sizes", "3", "--channels", "2"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--L", "2"], "`L` must be >= 3"),
+        (["--refresh-every", "0"], "`refresh_every`"),  # was a ZeroDivisionError
+        (["--steps", "-1"], "`steps`"),
+        (["--beta", "nan"], "`beta`"),
+    ],
+)
+def test_train_reports_bad_arguments_in_one_line(args, match, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *TINY, "--steps", "1", *args, "--out", str(tmp_path / "x.pt")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("leaps-ctmc train: error:")
+    assert match in err
+    assert "Traceback" not in err
+
+
+def test_train_zero_steps_and_a_new_out_directory(tmp_path, capsys):
+    out = tmp_path / "new" / "dir" / "x.pt"  # missing parents used to fail after training
+    assert main(["train", *TINY, "--steps", "0", "--out", str(out)]) == 0  # was an IndexError
+    assert out.exists()
+    assert "trained 0 steps; wrote" in capsys.readouterr().out
+
+
+def test_sample_rejects_files_not_written_by_train(tmp_path, capsys):
+    ckpt_dir = tmp_path / "ckpts"
+    main(["train", *TINY, "--steps", "1", "--checkpoint-dir", str(ckpt_dir),
+          "--out", str(tmp_path / "s.pt")])  # fmt: skip
+    (tmp_path / "text.pt").write_text("not a checkpoint")
+    for name, match in [(ckpt_dir / "trainer-rank0.pt", "not written by `leaps-ctmc train"),
+                        (tmp_path / "text.pt", "not a torch file"),
+                        (tmp_path / "missing.pt", "not a file")]:  # fmt: skip
+        with pytest.raises(SystemExit) as exit_info:
+            main(["sample", str(name), "--walkers", "4"])
+        assert exit_info.value.code == 2
+        assert match in capsys.readouterr().err
+    # --n-steps 0 was silently replaced by the training's step count
+    with pytest.raises(SystemExit):
+        main(["sample", str(tmp_path / "s.pt"), "--walkers", "4", "--n-steps", "0"])
+    assert "`n_steps` must be >= 1" in capsys.readouterr().err
+
+
+def test_help_shows_defaults(capsys):
+    for command in ("train", "sample"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        out = capsys.readouterr().out
+        assert "(default: 0)" in out  # --seed
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "(default: 512)" in capsys.readouterr().out  # --batch-size
 
 
 def test_reproduce_writes_report_with_three_judged_claims(tmp_path, monkeypatch):

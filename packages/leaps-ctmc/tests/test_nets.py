@@ -3,6 +3,7 @@
 import pytest
 import torch
 from leaps_ctmc import (
+    FreeEnergyNet,
     IsingPath,
     LocallyEquivariantAttention,
     LocallyEquivariantConv,
@@ -149,3 +150,10 @@ def test_conv_net_runs_under_torch_compile(q):
     torch.testing.assert_close(compiled(x, t), net(x, t), atol=1e-6, rtol=1e-5)
     compiled(x, t).square().sum().backward()
     assert all(p.grad is not None for p in net.parameters())
+
+
+def test_free_energy_net_is_its_sequential_mlp_of_nn_linear_layers():
+    # the elementwise first layer must give exactly what nn.Linear gives on t[:, None]
+    fnet = FreeEnergyNet(hidden=(16, 8)).double()
+    t = torch.rand(32, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(fnet(t), fnet.mlp(t[:, None])[:, 0], rtol=1e-14, atol=1e-14)

@@ -1,5 +1,7 @@
 """neighbor_delta against brute force, d_t U against forward-mode AD (spec test 7), MCMC."""
 
+import itertools
+
 import pytest
 import torch
 from leaps_ctmc import GraphIsingPath, IsingPath, PottsPath, metropolis_sweep
@@ -89,3 +91,23 @@ def test_metropolis_sweeps_leave_rho_t_invariant(name):
     se = float(energy.std()) / 20000**0.5
     assert abs(float(energy.mean()) - exact) < 4 * se
     assert not torch.equal(x, enum.x[idx])
+
+
+def test_networkx_graph_gives_the_brute_force_log_z_and_parallel_edges_add():
+    # own brute force over all 2^5 spin states of a weighted graph with an isolated node
+    nx = pytest.importorskip("networkx")
+    graph = nx.Graph()
+    graph.add_weighted_edges_from([("a", "b", 0.5), ("b", "c", -1.0), ("c", "d", 2.0)])
+    graph.add_node("e")
+    path = GraphIsingPath(graph, 0.7, h=(0.0, 0.4))
+    spins = torch.tensor(list(itertools.product([-1.0, 1.0], repeat=5)), dtype=torch.float64)
+    a, b, c, d, _ = spins.unbind(1)
+    energy = -(0.5 * a * b - 1.0 * b * c + 2.0 * c * d) - 0.4 * spins.sum(1)
+    assert enumerate_states(path).log_z == pytest.approx(
+        float(torch.logsumexp(-0.7 * energy, 0)), abs=1e-12
+    )
+    multi = nx.MultiGraph([(0, 1, {"weight": 0.5}), (0, 1, {"weight": 0.25}), (1, 2, {})])
+    merged = GraphIsingPath([[0, 1], [1, 2]], 0.7, weights=[0.75, 1.0])
+    assert enumerate_states(GraphIsingPath(multi, 0.7)).log_z == pytest.approx(
+        enumerate_states(merged).log_z, abs=1e-12
+    )

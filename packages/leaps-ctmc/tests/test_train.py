@@ -75,6 +75,17 @@ def test_checkpoint_resume_gives_identical_parameters(tmp_path):
         assert torch.equal(p, q)
 
 
+def test_resume_under_another_path_is_refused(tmp_path):
+    make_trainer(tmp_path).fit(2, show_progress=False)
+    torch.manual_seed(0)
+    hotter = Trainer(IsingPath(3, 0.2), LocallyEquivariantConv(2, kernel_sizes=(3, 3), channels=4),
+                     FreeEnergyNet(hidden=(8, 8)), n_walkers=16, batch_size=32, n_steps=8,
+                     checkpoint_dir=tmp_path)  # fmt: skip
+    with pytest.raises(ValueError, match=r"`checkpoint_dir`.*another path"):
+        hotter.fit(4, show_progress=False)
+    assert make_trainer(tmp_path).fit(4, show_progress=False).step_ == 4  # same path resumes
+
+
 @pytest.mark.slow
 def test_trained_leaps_beats_ais_on_6x6_ising():
     # Spec test 14: L = 6, seeded, 50 steps, no MCMC at evaluation: ESS(LEAPS) >= 5 x ESS(AIS).

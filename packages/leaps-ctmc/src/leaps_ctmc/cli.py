@@ -12,6 +12,9 @@ CPU, nccl on GPU.
 
 import argparse
 import os
+from pathlib import Path
+
+from icml25_core import check_scalar
 
 from ._version import __version__
 
@@ -23,30 +26,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    train = commands.add_parser("train", help="train a LEC sampler on an Ising or Potts torus")
-    train.add_argument("--model", choices=("ising", "potts"), default="ising")
-    train.add_argument("--L", type=int, default=8, help="torus side (default 8)")
-    train.add_argument("--q", type=int, default=3, help="Potts states (default 3)")
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+    train = commands.add_parser("train", help="train a LEC sampler on an Ising or Potts torus",
+                                formatter_class=defaults)  # fmt: skip
+    train.add_argument("--model", choices=("ising", "potts"), default="ising", help="target")
+    train.add_argument("--L", type=int, default=8, help="torus side (>= 3)")
+    train.add_argument("--q", type=int, default=3, help="Potts states")
     train.add_argument("--beta", type=float, default=None,
-                       help="inverse temperature (default 0.4407 Ising, 1.0010 Potts)")  # fmt: skip
-    train.add_argument("--steps", type=int, default=100, help="training steps (default 100)")
-    train.add_argument("--n-steps", type=int, default=50, help="grid steps (default 50)")
-    train.add_argument("--walkers", type=int, default=256, help="rollout walkers (default 256)")
+                       help="inverse temperature (None: 0.4407 Ising, 1.0010 Potts)")  # fmt: skip
+    train.add_argument("--steps", type=int, default=100, help="training steps")
+    train.add_argument("--n-steps", type=int, default=50, help="grid steps")
+    train.add_argument("--walkers", type=int, default=256, help="rollout walkers")
     train.add_argument("--batch-size", type=int, default=512, help="(x, t) per loss batch")
     train.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate")
-    train.add_argument("--kernel-sizes", type=int, nargs="+", default=[3, 5, 5])
-    train.add_argument("--channels", type=int, default=16)
-    train.add_argument("--refresh-every", type=int, default=5)
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--kernel-sizes", type=int, nargs="+", default=[3, 5, 5],
+                       help="odd LEC kernel sizes, one per layer")  # fmt: skip
+    train.add_argument("--channels", type=int, default=16, help="LEC channels")
+    train.add_argument("--refresh-every", type=int, default=5,
+                       help="training steps between new rollouts")  # fmt: skip
+    train.add_argument("--seed", type=int, default=0, help="seed (plus the rank under torchrun)")
     train.add_argument("--checkpoint-dir", default=None, help="resumable training checkpoints")
     train.add_argument("--out", required=True, help="file for the trained sampler (.pt)")
-    smp = commands.add_parser("sample", help="sample with a trained sampler; print ESS, log Z")
-    smp.add_argument("checkpoint", help="file written by `leaps-ctmc train`")
-    smp.add_argument("--walkers", type=int, default=4096)
-    smp.add_argument("--n-steps", type=int, default=None, help="grid steps (default: training's)")
-    smp.add_argument("--mcmc-sweeps", type=int, default=0)
-    smp.add_argument("--scheme", choices=("euler", "tau_leap"), default="euler")
-    smp.add_argument("--seed", type=int, default=0)
+    smp = commands.add_parser("sample", help="sample with a trained sampler; print ESS, log Z",
+                              formatter_class=defaults)  # fmt: skip
+    smp.add_argument("checkpoint", help="file written by `leaps-ctmc train --out`")
+    smp.add_argument("--walkers", type=int, default=4096, help="walkers (per rank under torchrun)")
+    smp.add_argument("--n-steps", type=int, default=None, help="grid steps (None: training's)")
+    smp.add_argument("--mcmc-sweeps", type=int, default=0, help="Metropolis sweeps per step")
+    smp.add_argument("--scheme", choices=("euler", "tau_leap"), default="euler",
+                     help="CTMC step")  # fmt: skip
+    smp.add_argument("--seed", type=int, default=0, help="seed (plus the rank under torchrun)")
     reproduce = commands.add_parser(
         "reproduce",
         help="measure the paper's headline claim on real input and write the report",
@@ -75,16 +84,26 @@ def _setup(config):
     return path, net
 
 
+def _start_ranks() -> bool:
+    """Join the torchrun process group (gloo on CPU, nccl on GPU); whether there is one."""
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if distributed:
+        torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return distributed
+
+
 def _train(args) -> int:
     import torch
 
     from .nets import FreeEnergyNet
     from .train import Trainer
 
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    if distributed:
-        torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    check_scalar(args.refresh_every, "refresh_every", kind=int, low=1)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # fail before, not after, training
+    distributed = _start_ranks()
     beta = args.beta if args.beta is not None else (0.4407 if args.model == "ising" else 1.0010)
     config = {
         "model": args.model, "L": args.L, "q": args.q, "beta": beta, "n_steps": args.n_steps,
@@ -103,11 +122,29 @@ def _train(args) -> int:
     if trainer.rank == 0:
         torch.save({"config": config, "net": net.state_dict(), "fnet": fnet.state_dict(),
                     "history": trainer.history_}, args.out)  # fmt: skip
-        print(f"trained {args.steps} steps, final PINN loss {trainer.history_[-1]:.4g}; "
-              f"wrote {args.out}")  # fmt: skip
+        final = f", final PINN loss {trainer.history_[-1]:.4g}" if trainer.history_ else ""
+        print(f"trained {args.steps} steps{final}; wrote {args.out}")
     if distributed:
         torch.distributed.destroy_process_group()
     return 0
+
+
+def _load_sampler(checkpoint: str) -> dict:
+    """The dict that `leaps-ctmc train --out` wrote, or a ValueError naming `checkpoint`."""
+    import torch
+
+    if not Path(checkpoint).is_file():
+        raise ValueError(f"`checkpoint` {checkpoint!r} is not a file")
+    try:
+        state = torch.load(checkpoint, weights_only=True)
+    except Exception as error:  # torch raises many types for a file it cannot read
+        raise ValueError(f"`checkpoint` {checkpoint!r} is not a torch file ({error!r})") from error
+    if not isinstance(state, dict) or not {"config", "net"} <= state.keys():
+        raise ValueError(
+            f"`checkpoint` {checkpoint!r} was not written by `leaps-ctmc train --out` (a "
+            "trainer-rank<r>.pt of --checkpoint-dir only resumes training)"
+        )
+    return state
 
 
 def _sample(args) -> int:
@@ -115,16 +152,20 @@ def _sample(args) -> int:
 
     from . import exact
     from .estimators import snis
-    from .sampler import sample
+    from .sampler import _gather, sample
 
-    state = torch.load(args.checkpoint, weights_only=True)
+    state = _load_sampler(args.checkpoint)
     config = state["config"]
     path, net = _setup(config)
     net.load_state_dict(state["net"])
     net.eval()
-    res = sample(path, net, args.walkers, args.n_steps or config["n_steps"],
-                 mcmc_sweeps=args.mcmc_sweeps, scheme=args.scheme,
-                 generator=torch.Generator().manual_seed(args.seed))  # fmt: skip
+    n_steps = config["n_steps"] if args.n_steps is None else args.n_steps
+    distributed = _start_ranks()
+    rank = torch.distributed.get_rank() if distributed else 0
+    world = torch.distributed.get_world_size() if distributed else 1
+    generator = torch.Generator().manual_seed(args.seed + rank)  # ranks draw different walkers
+    res = sample(path, net, args.walkers, n_steps, mcmc_sweeps=args.mcmc_sweeps,
+                 scheme=args.scheme, generator=generator)  # fmt: skip
     L, beta = config["L"], config["beta"]
     if config["model"] == "ising":
         reference = exact.ising_logz_kaufman(L, L, beta)
@@ -136,8 +177,13 @@ def _sample(args) -> int:
         frac = torch.nn.functional.one_hot(res.x, q).to(torch.float64).mean((1, 2))
         order = (q * frac.max(1).values - 1) / (q - 1)
         label = "<Potts order parameter>"
-    mean, se = snis(res.log_w, order)
-    print(f"walkers {args.walkers}, steps {res.meta['n_steps']}, MCMC sweeps/step "
+    mean, se = snis(_gather(res.log_w), _gather(order))  # every rank's walkers
+    if distributed:
+        torch.distributed.destroy_process_group()
+    if rank != 0:
+        return 0
+    ranks = f" x {world} ranks" if world > 1 else ""
+    print(f"walkers {args.walkers}{ranks}, steps {res.meta['n_steps']}, MCMC sweeps/step "
           f"{args.mcmc_sweeps}, scheme {args.scheme}")  # fmt: skip
     print(f"ESS {res.ess:.4f}")
     print(f"log Z {res.log_z + path.log_z0:.4f} +- {res.log_z_se:.4f}")
@@ -148,11 +194,13 @@ def _sample(args) -> int:
 
 def main(argv=None) -> int:
     """Run the console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.command == "train":
-        return _train(args)
-    if args.command == "sample":
-        return _sample(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in ("train", "sample"):
+        try:
+            return _train(args) if args.command == "train" else _sample(args)
+        except (ValueError, TypeError, OSError) as error:  # bad arguments: a message, not a trace
+            parser.exit(2, f"leaps-ctmc {args.command}: error: {error}\n")
     from . import reproduce  # imported here so that `--help` stays fast
 
     markdown, _ = reproduce.main(args.out, full=args.full)

@@ -13,6 +13,8 @@ import torch
 
 from icml25_core import check_tensor
 
+from .paths import check_generator
+
 __all__ = ["log_mean_exp", "ess", "snis", "systematic_resample"]
 
 
@@ -89,10 +91,12 @@ def snis(log_w, values):
     Raises
     ------
     ValueError
-        Bad `log_w` (see :func:`ess`), `values` with another length or NaN.
+        Bad `log_w` (see :func:`ess`), `values` 0-d, with another length or NaN.
     """
     log_w = _check_log_w(log_w)
     check_tensor(values, "values")
+    if values.ndim == 0:
+        raise ValueError("`values` must have one row per walker, shape [M, ...], got a 0-d tensor")
     if values.shape[0] != log_w.shape[0]:
         raise ValueError(f"`values` must have {log_w.shape[0]} rows, got {values.shape[0]}")
     w = torch.softmax(log_w, 0).reshape(-1, *([1] * (values.ndim - 1)))
@@ -122,8 +126,11 @@ def systematic_resample(log_w, generator=None) -> torch.Tensor:
     ------
     ValueError
         Bad `log_w` (see :func:`ess`).
+    TypeError
+        `generator` that is not a torch.Generator.
     """
     log_w = _check_log_w(log_w)
+    check_generator(generator)
     M = log_w.numel()
     cdf = torch.softmax(log_w, 0).cumsum(0)
     cdf[-1] = 1.0

@@ -11,6 +11,8 @@ import torch
 
 from icml25_core import check_scalar
 
+from .paths import check_generator
+
 __all__ = ["metropolis_sweep"]
 
 
@@ -35,6 +37,7 @@ def metropolis_sweep(path, x, t, sweeps: int = 1, generator=None) -> torch.Tenso
     Tensor, [B, *S]: the new states (a new tensor).
     """
     check_scalar(sweeps, "sweeps", kind=int, low=0)
+    check_generator(generator)
     x = path.check_state(x)
     colors = path.coloring().to(x.device)
     for _ in range(sweeps):

@@ -61,6 +61,17 @@ def _readout(h, x, q: int):
     return h - h.gather(1, x[:, None])
 
 
+def check_net_fits(net, path, name: str = "net") -> None:
+    """Raise unless `net` is an nn.Module whose states per site (``q``) and site count
+    (``n_sites``, where it has one) match `path`'s."""
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"`{name}` must be a torch.nn.Module, got {type(net).__name__}")
+    if getattr(net, "q", path.q) != path.q:
+        raise ValueError(f"`{name}` has q = {net.q} but `path` has q = {path.q}")
+    if getattr(net, "n_sites", path.n_sites) != path.n_sites:
+        raise ValueError(f"`{name}` has n_sites = {net.n_sites} but `path` has {path.n_sites}")
+
+
 def _uniform_init(module: nn.Module, scale: float) -> None:
     with torch.no_grad():
         for p in module.parameters():
@@ -81,12 +92,23 @@ def rates(G, x):
     Returns
     -------
     (out_rate, in_rate) : two Tensors shaped like G.
+
+    Raises
+    ------
+    ValueError
+        `G` shaped for neither case: Ising needs G of x's shape and float `x`, Potts
+        G [B, q, *S] and int64 `x`.
     """
     check_tensor(G, "G", ndim=(x.ndim, x.ndim + 1) if isinstance(x, torch.Tensor) else None)
     check_tensor(x, "x")
     if G.ndim == x.ndim:
         if G.shape != x.shape:
             raise ValueError(f"`G` must have shape {tuple(x.shape)}, got {tuple(G.shape)}")
+        if not x.is_floating_point():
+            raise ValueError(
+                f"`G` of shape {tuple(G.shape)} means Ising, whose `x` holds float spins; got "
+                f"{x.dtype} `x` (a Potts `G` has shape [B, q, *S])"
+            )
         return G.clamp(min=0), (-G).clamp(min=0)
     if G.shape[:1] + G.shape[2:] != x.shape or x.dtype != torch.int64:
         raise ValueError(f"`G` must have shape [B, q, *S] for int64 `x` of shape {tuple(x.shape)}")
@@ -392,4 +414,9 @@ class FreeEnergyNet(nn.Module):
 
     def forward(self, t):
         check_tensor(t, "t", ndim=1)
-        return self.mlp(t[:, None].to(self.mlp[0].weight.dtype))[:, 0]
+        first = self.mlp[0]
+        # first(t[:, None]) written elementwise (one input feature): the same numbers, but the
+        # weight's gradient comes out in its own [width, 1] layout, so DDP's gradient buckets
+        # take it without a stride-mismatch warning (the matmul's gradient is laid out transposed)
+        h = t[:, None].to(first.weight.dtype) * first.weight[:, 0] + first.bias
+        return self.mlp[1:](h)[:, 0]

@@ -18,7 +18,7 @@ import torch
 
 from icml25_core import check_scalar, check_tensor
 
-__all__ = ["IsingPath", "PottsPath", "GraphIsingPath", "check_time"]
+__all__ = ["IsingPath", "PottsPath", "GraphIsingPath", "check_time", "check_generator"]
 
 
 def _pair(value, name):
@@ -48,6 +48,15 @@ def _lattice(L):
     for d in dims:
         check_scalar(d, "L", kind=int, low=3)
     return int(dims[0]), int(dims[1])
+
+
+def check_generator(generator, name: str = "generator"):
+    """Return `generator` if it is None or a ``torch.Generator``; else raise TypeError."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"`{name}` must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+    return generator
 
 
 def check_time(t, batch: int, dtype=torch.float32) -> torch.Tensor:
@@ -168,6 +177,7 @@ class _Path:
         Tensor, shape [n, *site_shape]: Ising `dtype` in {-1, +1}; Potts int64 in [0, q).
         """
         check_scalar(n, "n", kind=int, low=1)
+        check_generator(generator)
         if self.spin:
             bits = torch.randint(0, 2, (n, *self.site_shape), generator=generator)
             return (2 * bits - 1).to(dtype)
@@ -323,6 +333,41 @@ class PottsPath(_Path):
         return -self.beta * self.coupling(t)[:, None, None, None] * (counts - own)
 
 
+def _from_networkx(graph, weights, n_nodes):
+    """(edge index pairs, weights, node count) of an undirected networkx graph.
+
+    Nodes are numbered in ``list(graph)`` order; each edge's ``weight`` attribute (default 1) is
+    its bond weight, so a MultiGraph's parallel edges add up. `weights` and `n_nodes` belong to
+    edge arrays: given with a graph they must not contradict it.
+    """
+    if graph.is_directed():
+        raise ValueError(
+            "`edges` must be an undirected graph: Ising couplings are symmetric, and a directed "
+            "graph's reciprocal edges would count one bond twice (pass graph.to_undirected())"
+        )
+    if weights is not None:
+        raise ValueError(
+            "`weights` is for an edge array: a networkx graph's bond weights come from its edge "
+            "attribute 'weight' (nx.set_edge_attributes(graph, values, 'weight'))"
+        )
+    index = {node: k for k, node in enumerate(graph)}
+    if n_nodes is not None and n_nodes != len(index):
+        raise ValueError(f"`n_nodes` = {n_nodes!r} but the graph has {len(index)} nodes")
+    pairs, values = [], []
+    for a, b, data in graph.edges(data=True):
+        weight = data.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+            raise TypeError(
+                f"`edges`: the 'weight' of edge ({a!r}, {b!r}) must be a real number, "
+                f"got {weight!r}"
+            )
+        if not math.isfinite(weight):
+            raise ValueError(f"`edges`: the 'weight' of edge ({a!r}, {b!r}) is {weight}")
+        pairs.append((index[a], index[b]))
+        values.append(float(weight))
+    return pairs, values, len(index)
+
+
 class GraphIsingPath(_Path):
     """Ising model on an arbitrary graph: U_t = beta (-J(t) sum_e w_e s_a s_b - h(t) sum_i s_i).
 
@@ -338,14 +383,19 @@ class GraphIsingPath(_Path):
     h : float or (float, float), default=(0., 0.)
         External field at t = 0 and t = 1.
     n_nodes : int, optional
-        Number of sites when `edges` is an array (default: largest index + 1).
+        Number of sites when `edges` is an array (default: largest index + 1); with a graph it
+        must equal the graph's node count.
     weights : array_like of float, shape [E], optional
-        Bond weights for an edge array (default 1).
+        Bond weights for an edge array (default 1); not allowed with a graph (use its edge
+        attribute ``weight``).
 
     Raises
     ------
     ValueError
-        Empty edge list, self-loops, indices out of range, NaN weights, beta <= 0.
+        Empty edge list, self-loops, indices out of range, NaN weights, beta <= 0, a directed
+        graph, `weights` or a contradicting `n_nodes` given with a graph.
+    TypeError
+        Non-integer edge indices, non-numeric weights.
     """
 
     spin = True
@@ -353,11 +403,7 @@ class GraphIsingPath(_Path):
 
     def __init__(self, edges, beta, J=(0.0, 1.0), h=(0.0, 0.0), *, n_nodes=None, weights=None):
         if hasattr(edges, "nodes") and hasattr(edges, "edges"):
-            index = {node: k for k, node in enumerate(edges)}
-            pairs = [(index[a], index[b]) for a, b in edges.edges()]
-            weights = [float(d.get("weight", 1.0)) for _, _, d in edges.edges(data=True)]
-            n_nodes = len(index)
-            edges = pairs
+            edges, weights, n_nodes = _from_networkx(edges, weights, n_nodes)
         arr = np.asarray(edges)
         if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
             raise ValueError(f"`edges` must be a non-empty [E, 2] array, got shape {arr.shape}")
@@ -374,9 +420,14 @@ class GraphIsingPath(_Path):
             raise ValueError(
                 f"`edges` indices must lie in [0, {n}), got [{arr.min()}, {arr.max()}]"
             )
-        w = np.ones(len(arr)) if weights is None else np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(arr),) or not np.isfinite(w).all():
-            raise ValueError(f"`weights` must be {len(arr)} finite numbers")
+        try:
+            w = np.ones(len(arr)) if weights is None else np.asarray(weights, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"`weights` must be numbers, got {weights!r}") from error
+        if w.shape != (len(arr),):
+            raise ValueError(f"`weights` must have shape ({len(arr)},) (per edge), got {w.shape}")
+        if not np.isfinite(w).all():
+            raise ValueError("`weights` must be finite, got NaN or infinity")
         self.site_shape = (n,)
         self.edges = torch.as_tensor(arr, dtype=torch.int64)
         self.weights = torch.as_tensor(w, dtype=torch.float64)

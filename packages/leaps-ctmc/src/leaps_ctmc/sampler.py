@@ -21,7 +21,8 @@ from icml25_core import check_choice, check_scalar
 
 from .estimators import ess, log_mean_exp, systematic_resample
 from .mcmc import metropolis_sweep
-from .nets import corrector, rates
+from .nets import check_net_fits, corrector, rates
+from .paths import _Path, check_generator
 
 __all__ = ["time_grid", "SampleResult", "sample", "ais"]
 
@@ -203,9 +204,17 @@ def sample(
     Raises
     ------
     ValueError
-        n_walkers / n_steps < 1, unknown scheme, threshold outside (0, 1], a net whose q
-        differs from the path's, a Potts path with q = 2 and a net (use IsingPath), bad x0.
+        n_walkers / n_steps < 1, unknown scheme, threshold outside (0, 1], a net whose q or
+        n_sites differs from the path's, a Potts path with q = 2 and a net (use IsingPath),
+        bad x0.
+    TypeError
+        `path` not a path object, `net` not an nn.Module, `generator` not a torch.Generator.
     """
+    if not isinstance(path, _Path):
+        raise TypeError(
+            f"`path` must be an IsingPath, PottsPath or GraphIsingPath, got {type(path).__name__}"
+        )
+    check_generator(generator)
     n_walkers = int(check_scalar(n_walkers, "n_walkers", kind=int, low=1))
     check_scalar(n_steps, "n_steps", kind=int, low=1)
     check_choice(scheme, "scheme", ("euler", "tau_leap"))
@@ -214,8 +223,7 @@ def sample(
         check_scalar(resample_threshold, "resample_threshold", low=0.0, high=1.0,
                      inclusive="right")  # fmt: skip
     if net is not None:
-        if getattr(net, "q", path.q) != path.q:
-            raise ValueError(f"`net` has q = {net.q} but `path` has q = {path.q}")
+        check_net_fits(net, path)
         if not path.spin and path.q == 2:
             raise ValueError("a q = 2 net uses Ising spins: write a q = 2 Potts path as IsingPath")
     times = time_grid(n_steps, grid=grid)

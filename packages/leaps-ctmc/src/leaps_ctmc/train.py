@@ -19,6 +19,7 @@ import torch
 from icml25_core import check_choice, check_scalar, progress
 
 from .loss import pinn_loss
+from .nets import check_net_fits
 from .sampler import sample, time_grid
 
 __all__ = ["Trainer"]
@@ -68,7 +69,7 @@ class Trainer:
         Generator seed (plus the rank under torch.distributed).
     checkpoint_dir : str or Path, optional
         Where to save ``trainer-rank<r>.pt`` every `checkpoint_every` steps and at the end of
-        ``fit``; an existing checkpoint is resumed.
+        ``fit``; an existing checkpoint is resumed (refused if written for another path).
     checkpoint_every : int, default=100
 
     Attributes
@@ -77,6 +78,14 @@ class Trainer:
         Steps done.
     history_ : list of float
         Loss per step.
+
+    Raises
+    ------
+    ValueError
+        Out-of-range settings, a net whose q or n_sites differs from the path's, and (in
+        ``fit``) a checkpoint written for another path.
+    TypeError
+        Wrong types, a net or fnet that is not an nn.Module.
     """
 
     def __init__(self, path, net, fnet, *, lr=3e-4, lr_gamma=0.995, lr_step=1000, n_walkers=200,
@@ -95,6 +104,9 @@ class Trainer:
             check_scalar(value, name, kind=int, low=low)
         check_choice(scheme, "scheme", ("euler", "tau_leap"))
         time_grid(n_steps, grid=grid)  # validates the grid
+        check_net_fits(net, path)
+        if not isinstance(fnet, torch.nn.Module):
+            raise TypeError(f"`fnet` must be a torch.nn.Module, got {type(fnet).__name__}")
         self.path, self.net, self.fnet = path, net, fnet
         self.batch_size, self.n_steps, self.grid = batch_size, n_steps, grid
         self.n_walkers, self.mcmc_sweeps, self.scheme = n_walkers, mcmc_sweeps, scheme
@@ -150,9 +162,21 @@ class Trainer:
         idx = torch.randint(0, t.numel(), (self.batch_size,), generator=self.generator)
         return x[idx], t[idx]
 
+    def _target(self) -> dict:
+        """What defines the path's target, stored with a checkpoint so that a resume under
+        another path (model, lattice, beta, couplings, graph) is refused."""
+        target = {"path": type(self.path).__name__, "site_shape": list(self.path.site_shape),
+                  "q": self.path.q, "beta": self.path.beta, "J": list(self.path.J)}  # fmt: skip
+        for name in ("field", "edges", "weights"):
+            if hasattr(self.path, name):
+                value = getattr(self.path, name)
+                target[name] = value.tolist() if torch.is_tensor(value) else list(value)
+        return target
+
     def _state(self):
         return {
-            "step": self.step_, "history": self.history_, "net": self.net.state_dict(),
+            "target": self._target(), "step": self.step_, "history": self.history_,
+            "net": self.net.state_dict(),
             "fnet": self.fnet.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "generator": self.generator.get_state(),
             "buffer": list(self.buffer),
@@ -172,6 +196,12 @@ class Trainer:
         if self.checkpoint is None or not self.checkpoint.exists():
             return False
         state = torch.load(self.checkpoint, weights_only=False)
+        # checkpoints written before the target was stored carry none and are not checked
+        if state.get("target", self._target()) != self._target():
+            raise ValueError(
+                f"`checkpoint_dir`: {self.checkpoint} was written for another path "
+                f"({state['target']}), not this one ({self._target()}); use a new directory"
+            )
         self.net.load_state_dict(state["net"])
         self.fnet.load_state_dict(state["fnet"])
         self.optimizer.load_state_dict(state["optimizer"])
