@@ -7,6 +7,7 @@ from quest_qat import (
     LSQQuantizer,
     PACTQuantizer,
     QuESTConfig,
+    QuESTInt4Linear,
     QuESTLinear,
     QuESTQuantizer,
     ScalingLaw,
@@ -143,6 +144,25 @@ CASES = [
         "x",
     ),
     (lambda: load_text("/nonexistent.txt"), FileNotFoundError, "data"),
+    # found in the second first-use trial
+    (lambda: load_text("/"), IsADirectoryError, "directory"),
+    (
+        lambda: QuESTLinear.from_linear(nn.Linear(128, 4), QuESTConfig()),
+        TypeError,
+        r"w_quantizer.*prepare_",
+    ),
+    (
+        lambda: QuESTLinear.from_linear(nn.Linear(128, 4), QuESTQuantizer(4), "a"),
+        TypeError,
+        "a_quantizer",
+    ),
+    (lambda: QuESTInt4Linear.from_quest(nn.Linear(128, 4)), TypeError, "layer"),
+    (lambda: LSQQuantizer(4)(torch.randn(0, 128)), ValueError, "empty"),
+    (lambda: PACTQuantizer(4)(torch.randn(0, 128)), ValueError, "empty"),
+    (lambda: LSQQuantizer(4)(NAN), ValueError, "NaN"),
+    (lambda: PACTQuantizer(4)(NAN), ValueError, "NaN"),
+    (lambda: QuESTConfig(2, 2, grid="fp4"), ValueError, "w_bits"),
+    (lambda: QuESTConfig(4, 2, grid="fp4"), ValueError, "a_bits"),
 ]
 
 
@@ -152,6 +172,29 @@ CASES = [
 def test_bad_input_raises(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_load_text_rejects_a_short_file(tmp_path):
+    path = tmp_path / "short.txt"
+    path.write_bytes(b"x" * 9_999)
+    with pytest.raises(ValueError, match="10,000 bytes, got 9999"):
+        load_text(path)
+    path.write_bytes(b"x" * 10_000)
+    assert load_text(path) == b"x" * 10_000
+
+
+def test_pact_and_lsq_initialise_on_the_first_non_empty_batch():
+    """A refused empty first batch leaves the quantizer uninitialised (it used to set α = NaN)."""
+    x = torch.randn(8, 128, dtype=torch.float64)
+    pact, lsq = PACTQuantizer(4), LSQQuantizer(4)
+    for q in (pact, lsq):
+        with pytest.raises(ValueError, match="empty"):
+            q(torch.randn(0, 128, dtype=torch.float64))
+        assert not bool(q.initialized)
+        assert torch.isfinite(q(x)).all()
+    # closed forms of the inits: α = α_4·RMS(x), s = 2·mean|x|/sqrt(Q_P)
+    assert pact.clip.item() == pytest.approx(2.5139305786 * x.square().mean().sqrt().item())
+    assert lsq.step.item() == pytest.approx(2 * x.abs().mean().item() / 7**0.5)
 
 
 def test_predict_rejects_bad_arguments():

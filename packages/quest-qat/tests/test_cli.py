@@ -50,6 +50,16 @@ def test_reproduce_without_corpus_exits_cleanly(tmp_path):
         main(["reproduce", "--out", str(tmp_path), "--data", str(tmp_path / "missing.txt")])
 
 
+def test_reproduce_with_unusable_data_exits_cleanly(tmp_path):
+    """A short file or a directory gave a traceback (or 'not found' for an existing directory)."""
+    short = tmp_path / "short.txt"
+    short.write_text("hello world\n")
+    with pytest.raises(SystemExit, match="at least 10,000 bytes, got 12"):
+        main(["reproduce", "--out", str(tmp_path), "--data", str(short)])
+    with pytest.raises(SystemExit, match="directory"):
+        main(["reproduce", "--out", str(tmp_path), "--data", str(tmp_path)])
+
+
 @pytest.mark.parametrize(
     ("argv", "match"),
     [

@@ -81,8 +81,31 @@ def test_converted_state_dict_roundtrips(gen):
     x = torch.randn(3, 256, generator=gen)
     assert torch.equal(model(x), other(x))
     assert set(model.state_dict()) == {
-        f"{i}.{b}" for i in (0, 2) for b in ("qweight", "w_step", "w_add", "bias")
+        f"{i}.{b}" for i in (0, 2) for b in ("qweight", "w_step", "w_add", "bias", "_extra_state")
     }
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [(QuESTConfig(4, 2), "a_bits=4"), (QuESTConfig(4, 4, block=64), "block=128")],
+    ids=["a_bits", "block"],
+)
+def test_state_dict_of_other_activation_settings_is_refused(config, field):
+    """The int4 codes are only valid with the activation grid and block they were made for; such a
+    load used to match every key and compute wrong outputs silently."""
+    model = convert_(prepare_(_mlp(torch.float32), QuESTConfig(4, 4)))
+    other = convert_(prepare_(_mlp(torch.float32), config))
+    with pytest.raises(ValueError, match=field):
+        other.load_state_dict(model.state_dict())
+
+
+def test_convert_refusal_leaves_the_model_unchanged():
+    model = _mlp(torch.float32)
+    prepare_(model, QuESTConfig(4, 4), filter_fn=lambda m, fqn: fqn == "0")
+    prepare_(model, QuESTConfig(8, 8), filter_fn=lambda m, fqn: fqn == "2")
+    with pytest.raises(NotImplementedError, match=r"layer '2'.*unchanged"):
+        convert_(model)
+    assert [type(model[i]).__name__ for i in (0, 2)] == ["QuESTLinear", "QuESTLinear"]
 
 
 def test_prepared_state_dict_roundtrips(gen):

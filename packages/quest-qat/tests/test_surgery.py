@@ -38,10 +38,25 @@ def test_prepare_keeps_parameters_and_keys():
     assert all(after[k] is before[k] for k in before)
     assert set(model.state_dict()) == keys
     assert opt.param_groups[0]["params"][1] is model.proj.weight
-    with pytest.warns(UserWarning, match="swapped no layer"):
+    with pytest.warns(UserWarning, match=r"swapped no layer.*already holds 2 QuEST layers"):
         prepare_(model, QuESTConfig())  # second call: a no-op
     assert isinstance(model.proj.w_quantizer, nn.Module)
     assert model.proj.weight is before["proj.weight"]
+
+
+def test_warning_names_layers_that_are_not_plain_linear():
+    """GPT-2's transformers Conv1D (W stored (K, N)) and nn.Linear subclasses are not swapped;
+    the warning said "(already prepared?)" instead of naming them."""
+    from transformers.pytorch_utils import Conv1D
+
+    class MyLinear(nn.Linear):
+        pass
+
+    model = nn.Sequential(Conv1D(128, 128), MyLinear(128, 128))
+    with pytest.warns(UserWarning, match="Conv1D, MyLinear are not plain nn.Linear") as record:
+        prepare_(model, QuESTConfig())
+    assert "already holds" not in str(record[0].message)
+    assert type(model[0]) is Conv1D
 
 
 def test_filter_fn_and_block_auto():

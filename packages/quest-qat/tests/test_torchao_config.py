@@ -66,6 +66,19 @@ def test_config_is_an_aobaseconfig_that_validates():
     assert QuESTAOConfig(**config.to_dict()) == config
     with pytest.raises(ValueError, match="w_bits"):
         QuESTAOConfig(w_bits=9)
+    with pytest.raises(ValueError, match="w_bits=4"):  # at construction, not at quantize_
+        QuESTAOConfig(w_bits=2, grid="fp4")
+
+
+def test_bare_linear_is_left_unchanged_by_quantize_():
+    """Documented limit: quantize_ cannot replace the root module it is given (torchao drops the
+    handler's result for it), so a bare nn.Linear stays an nn.Linear; wrap it."""
+    bare = nn.Linear(128, 8)
+    torchao_quant.quantize_(bare, QuESTAOConfig())
+    assert type(bare) is nn.Linear
+    wrapped = nn.Sequential(bare)
+    torchao_quant.quantize_(wrapped, QuESTAOConfig())
+    assert isinstance(wrapped[0], QuESTLinear)
 
 
 def test_incompatible_k_raises_naming_k_and_block():

@@ -10,7 +10,7 @@ from torch import nn
 
 from ._validation import check_bits, check_block, check_bool, check_positive
 from .grid import GRIDS
-from .nn import QuESTInt4Linear, QuESTLinear, RotatedWeight
+from .nn import QuESTInt4Linear, QuESTLinear, RotatedWeight, check_convertible
 from .quantizer import QuESTQuantizer
 
 ON_INCOMPATIBLE = ("raise", "skip")
@@ -44,7 +44,8 @@ class QuESTConfig:
     TypeError
         If `sparse48` is not a bool.
     ValueError
-        For any argument outside the ranges above.
+        For any argument outside the ranges above, or ``grid="fp4"`` with a bit-width other
+        than 4.
     """
 
     w_bits: int | None = 4
@@ -70,6 +71,10 @@ class QuESTConfig:
             check_positive(self.clip_scale, "clip_scale")
         if self.grid not in GRIDS:
             raise ValueError(f"`grid` must be one of {GRIDS}, got {self.grid!r}")
+        for name in ("w_bits", "a_bits"):
+            bits = getattr(self, name)
+            if self.grid == "fp4" and bits not in (None, 4):
+                raise ValueError(f"grid='fp4' needs {name}=4 (or None), got {bits}")
         check_bool(self.sparse48, "sparse48")
         if self.on_incompatible not in ON_INCOMPATIBLE:
             raise ValueError(
@@ -100,8 +105,6 @@ def _tied_ids(model: nn.Module) -> set[int]:
 def _quantizer(bits, block, config, which):
     if bits is None:
         return None
-    if config.grid == "fp4" and bits != 4:
-        raise ValueError(f"grid='fp4' needs {which}_bits=4, got {bits}")
     return QuESTQuantizer(
         bits, block, config.trust, config.clip_scale, True, config.grid,
         config.sparse48 and which == "w",
@@ -163,12 +166,31 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
             _set(model, fqn, layer)
             swapped += 1
     if swapped == 0:
-        warnings.warn(
-            "prepare_ swapped no layer: no nn.Linear left outside lm_head, tied layers and "
-            "filter_fn (already prepared?)",
-            stacklevel=2,
-        )
+        warnings.warn(f"prepare_ swapped no layer: {_why_nothing(model)}", stacklevel=2)
     return model
+
+
+def _why_nothing(model: nn.Module) -> str:
+    """What :func:`prepare_` found instead of a plain ``nn.Linear`` to swap (for its warning)."""
+    quest = sum(isinstance(m, QuESTLinear | QuESTInt4Linear) for m in model.modules())
+    # Only plain nn.Linear is swapped: subclasses may override forward, and transformers' Conv1D
+    # (GPT-2) stores W transposed, (K, N), so neither can keep its Parameters as a QuESTLinear.
+    others = sorted(
+        {
+            type(m).__name__
+            for m in model.modules()
+            if (isinstance(m, nn.Linear) and type(m) is not nn.Linear)
+            or type(m).__name__ == "Conv1D"
+        }
+    )
+    reasons = ["no nn.Linear left outside lm_head, tied layers and filter_fn"]
+    if quest:
+        reasons.append(f"the model already holds {quest} QuEST layers")
+    if others:
+        reasons.append(
+            f"layers of type {', '.join(others)} are not plain nn.Linear and are not swapped"
+        )
+    return "; ".join(reasons)
 
 
 def _swap_linear(linear: nn.Linear, config: QuESTConfig, fqn: str = "") -> QuESTLinear | None:
@@ -212,9 +234,13 @@ def convert_(model: nn.Module) -> nn.Module:
         If `model` is not an nn.Module, or is itself a bare :class:`QuESTLinear` (it cannot be
         replaced in place: use ``QuESTInt4Linear.from_quest(layer)``).
     NotImplementedError
-        FP4 grids, more than 4 bits or full-precision activations.
+        FP4 grids, more than 4 bits, full-precision activations, or a sharded (DTensor) weight
+        (FSDP2 ``fully_shard``: convert an unsharded copy loaded from a full state dict).
     ValueError
         If a weight holds NaN or infinity.
+
+    Every layer is checked before any is replaced, so a refusal leaves `model` unchanged; the
+    message names the layer.
 
     Warns
     -----
@@ -234,6 +260,11 @@ def convert_(model: nn.Module) -> nn.Module:
             "convert_ found no QuESTLinear to convert (call prepare_ first; already converted?)",
             stacklevel=2,
         )
+    for fqn, layer in layers:  # check all first: a refusal leaves the model unchanged
+        try:
+            check_convertible(layer)
+        except (NotImplementedError, ValueError) as err:
+            raise type(err)(f"layer {fqn!r}: {err} (the model was left unchanged)") from None
     for fqn, layer in layers:
         _set(model, fqn, QuESTInt4Linear.from_quest(layer))
     return model

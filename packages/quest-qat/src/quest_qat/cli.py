@@ -108,6 +108,13 @@ def main(argv=None) -> int:
     """Run the console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     if args.command == "reproduce":
+        from .data import check_text_path
+
+        if args.data is not None:  # a one-line error, not a traceback from inside the run
+            try:
+                check_text_path(args.data)
+            except (OSError, ValueError) as err:
+                raise SystemExit(f"quest-qat reproduce: {err}") from None
         from . import reproduce  # imported here so that `--help` stays fast
 
         try:

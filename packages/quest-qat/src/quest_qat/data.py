@@ -48,23 +48,35 @@ def load_fortunes(root=None) -> bytes:
     return b"\n".join(texts)
 
 
-def load_text(path) -> bytes:
-    """The bytes of any text file (``--data PATH``).
+MIN_TEXT_BYTES = 10_000
+
+
+def check_text_path(path) -> Path:
+    """`path` as a Path if it is a text file long enough to train on (``--data PATH``).
 
     Raises
     ------
     FileNotFoundError
         If `path` does not exist.
+    IsADirectoryError
+        If `path` is a directory.
     ValueError
         If the file is too short to train on (under 10,000 bytes).
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"`data` must be a text file, got the directory {path}")
     if not path.is_file():
         raise FileNotFoundError(f"`data` file not found: {path}")
-    data = path.read_bytes()
-    if len(data) < 10_000:
-        raise ValueError(f"`data` must hold at least 10,000 bytes, got {len(data)}")
-    return data
+    size = path.stat().st_size
+    if size < MIN_TEXT_BYTES:
+        raise ValueError(f"`data` must hold at least {MIN_TEXT_BYTES:,} bytes, got {size}")
+    return path
+
+
+def load_text(path) -> bytes:
+    """The bytes of any text file (``--data PATH``); raises as :func:`check_text_path`."""
+    return check_text_path(path).read_bytes()
 
 
 def split_bytes(data: bytes, val_fraction: float = 0.1) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,12 @@ from torch.nn import functional as F
 from ._validation import check_float_tensor
 from .hadamard import _rotate
 from .packing import int4_matmul, pack_int4
-from .quantizer import QuESTQuantizer, _check_k, _codes
+from .quantizer import QuESTQuantizer, _check_k, _codes, _PlainBasis
+
+
+def _is_dtensor(weight) -> bool:
+    """Whether `weight` is a DTensor (FSDP2 / tensor-parallel shards), without importing it."""
+    return getattr(weight, "placements", None) is not None
 
 
 def _k_sharded(weight) -> bool:
@@ -86,9 +91,22 @@ class QuESTLinear(nn.Module):
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, w_quantizer, a_quantizer=None) -> "QuESTLinear":
-        """Wrap `linear`, reusing its weight and bias Parameters."""
+        """Wrap `linear`, reusing its weight and bias Parameters.
+
+        Raises
+        ------
+        TypeError
+            If `linear` is not an ``nn.Linear``, or a quantizer is not one of this library's
+            quantizer modules (a :class:`~quest_qat.QuESTConfig` is refused with a pointer to
+            ``prepare_``).
+        ValueError
+            If K is not a multiple of the weight quantizer's block, or the quantizers disagree.
+        """
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"`linear` must be an nn.Linear, got {type(linear).__name__}")
+        _check_quantizer(w_quantizer, "w_quantizer")
+        if a_quantizer is not None:
+            _check_quantizer(a_quantizer, "a_quantizer")
         _check_k(
             linear.weight, w_quantizer.block, w_quantizer.rotate, w_quantizer.sparse48, "weight"
         )
@@ -112,6 +130,22 @@ class QuESTLinear(nn.Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+_QUANTIZERS = (QuESTQuantizer, _PlainBasis, RotatedWeight)
+
+
+def _check_quantizer(q, name):
+    if not isinstance(q, _QUANTIZERS):
+        hint = (
+            ": a config goes to prepare_(nn.Sequential(linear), config)"
+            if type(q).__name__ in ("QuESTConfig", "QuESTAOConfig")
+            else ""
+        )
+        raise TypeError(
+            f"`{name}` must be a quantizer module (QuESTQuantizer, STEQuantizer, LSQQuantizer, "
+            f"...), got {type(q).__name__}{hint}"
+        )
 
 
 def _native_gemm():
@@ -141,12 +175,38 @@ def int4_gemm(a_codes: torch.Tensor, qweight: torch.Tensor) -> torch.Tensor:
     return int4_matmul(a_codes, qweight)
 
 
+def check_convertible(layer) -> None:
+    """Raise if :meth:`QuESTInt4Linear.from_quest` cannot convert `layer` (see its Raises)."""
+    if not isinstance(layer, QuESTLinear):
+        raise TypeError(f"`layer` must be a QuESTLinear, got {type(layer).__name__}")
+    wq, aq = layer.w_quantizer, layer.a_quantizer
+    if aq is None:
+        raise NotImplementedError("convert_ needs quantized activations (a_bits=None given)")
+    for name, q in (("w", wq), ("a", aq)):
+        if not isinstance(q, QuESTQuantizer) or q.grid != "int" or q.bits > 4:
+            raise NotImplementedError(
+                f"convert_ handles int grids of 1-4 bits; {name}_quantizer is {q!r}"
+            )
+    if not wq.rotated_output and wq.rotate:
+        raise NotImplementedError("convert_ needs half=True (operands in the rotated basis)")
+    if _is_dtensor(layer.weight):
+        raise NotImplementedError(
+            "convert_ needs whole weights, got a sharded DTensor weight (FSDP2 fully_shard or "
+            "tensor parallelism): gather a full state dict (torch.distributed.checkpoint."
+            "state_dict.get_model_state_dict with StateDictOptions(full_state_dict=True)), load "
+            "it into an unsharded prepared model, and convert_ that"
+        )
+    if not bool(torch.isfinite(layer.weight.detach()).all()):
+        raise ValueError(f"the weight of {layer!r} holds NaN or infinity")
+
+
 class QuESTInt4Linear(nn.Module):
     """Packed int4 QuEST linear layer for inference (official ``gemm-quest`` epilogue).
 
     Buffers: ``qweight`` uint8 (N, K/2) (low nibble = even column), ``w_step`` (N, 1) float32
     (float64 for a float64 model), ``w_add`` int32 (N,) ``= rowsum(q_w) + K/2``, ``bias``; with
-    4:8 weights also ``w_keep`` bool (N, K).
+    4:8 weights also ``w_keep`` bool (N, K). The state_dict also holds ``_extra_state``
+    (``a_bits``, ``block``, ``rotate``): loading it into a layer made with other values raises.
 
     Forward (..., K) -> (..., N): online Hadamard, activation codes ``q_a``, step ``Δ_a`` and
     ``rowsum(q_a)``; int32 ``C = Σ_k q_a q_w``; ``y = (2C + rowsum(q_a) + w_add)·Δ_a Δ_w / 2 + b``
@@ -158,7 +218,8 @@ class QuESTInt4Linear(nn.Module):
         In forward, if `x` is not a floating tensor (integer input would give integer garbage).
     ValueError
         In forward, if `x` does not end in K. NaN/infinity is not checked (no device sync per
-        call); it propagates to the output as in ``nn.Linear``.
+        call); it propagates to the output as in ``nn.Linear``. In ``load_state_dict``, if the
+        checkpoint's ``a_bits``/``block``/``rotate`` differ from the layer's.
     """
 
     def __init__(self, qweight, w_step, w_add, bias, *, a_bits, block, rotate, w_keep=None):
@@ -177,24 +238,17 @@ class QuESTInt4Linear(nn.Module):
 
         Raises
         ------
+        TypeError
+            If `layer` is not a :class:`QuESTLinear`.
         NotImplementedError
-            FP4 grids, more than 4 bits, or full-precision activations.
+            FP4 grids, more than 4 bits, full-precision activations, or a sharded (DTensor)
+            weight.
         ValueError
             If the weight holds NaN or infinity.
         """
+        check_convertible(layer)
         wq, aq = layer.w_quantizer, layer.a_quantizer
-        if aq is None:
-            raise NotImplementedError("convert_ needs quantized activations (a_bits=None given)")
-        for name, q in (("w", wq), ("a", aq)):
-            if not isinstance(q, QuESTQuantizer) or q.grid != "int" or q.bits > 4:
-                raise NotImplementedError(
-                    f"convert_ handles int grids of 1-4 bits; {name}_quantizer is {q!r}"
-                )
-        if not wq.rotated_output and wq.rotate:
-            raise NotImplementedError("convert_ needs half=True (operands in the rotated basis)")
         w = layer.weight.detach()
-        if not bool(torch.isfinite(w).all()):
-            raise ValueError(f"the weight of {layer!r} holds NaN or infinity")
         codes, step, rowsum = _codes(w, wq.bits, wq.block, wq.rotate)
         keep = None
         if wq.sparse48:
@@ -229,6 +283,25 @@ class QuESTInt4Linear(nn.Module):
         if self.bias is not None:
             y = y + self.bias.to(dtype)
         return y.to(x.dtype).reshape(*shape[:-1], self.out_features)
+
+    def get_extra_state(self) -> dict:
+        """The activation settings the codes were made for, saved as ``<prefix>_extra_state``."""
+        return {"a_bits": self.a_bits, "block": self.block, "rotate": self.rotate}
+
+    def set_extra_state(self, state) -> None:
+        """Refuse a checkpoint converted with other activation settings (it would load silently
+        and compute with the wrong activation grid or Hadamard block)."""
+        mine = self.get_extra_state()
+        if not isinstance(state, dict) or set(state) != set(mine):
+            raise ValueError(
+                f"`_extra_state` must be a dict with keys {sorted(mine)}, got {state!r}"
+            )
+        for key, value in mine.items():
+            if state[key] != value:
+                raise ValueError(
+                    f"checkpoint was converted with {key}={state[key]!r}, this layer has "
+                    f"{key}={value!r}: prepare_ and convert_ the model with the checkpoint's config"
+                )
 
     def extra_repr(self):
         return (

@@ -337,6 +337,14 @@ def _grad_scale(v, scale):
     return v * scale + (v - v * scale).detach()
 
 
+def _check_first_batch(x, what):
+    """The data-driven init of LSQ/PACT needs a non-empty, finite first batch."""
+    if x.numel() == 0:
+        raise ValueError(f"`x` is empty: the first batch initialises the {what}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"`x` holds NaN or infinity: the first batch initialises the {what}")
+
+
 class LSQQuantizer(_PlainBasis, nn.Module):
     """Learned step size quantization (Esser et al., ICLR 2020; QuEST §4 baseline).
 
@@ -353,6 +361,11 @@ class LSQQuantizer(_PlainBasis, nn.Module):
 
     Shape: (..., K) -> (..., K). The ``initialized`` buffer is persistent, so a resumed run keeps
     its step (the official code re-initialises it).
+
+    Raises
+    ------
+    ValueError
+        In forward, if the first batch (which sets the step) is empty or not finite.
     """
 
     def __init__(self, bits=4, step_init=None):
@@ -366,6 +379,7 @@ class LSQQuantizer(_PlainBasis, nn.Module):
     def forward(self, x):
         x = check_float_tensor(x, "x", finite=False)
         if not bool(self.initialized):
+            _check_first_batch(x, "step")
             with torch.no_grad():
                 self.step.fill_(2.0 * x.abs().mean().item() / math.sqrt(self.q_p) + 1e-12)
                 self.initialized.fill_(True)
@@ -410,6 +424,11 @@ class PACTQuantizer(_PlainBasis, nn.Module):
         Initial α; otherwise ``α_b·RMS(x)`` of the first batch.
 
     Shape: (..., K) -> (..., K). The Parameter ``clip`` holds α; ``initialized`` is persistent.
+
+    Raises
+    ------
+    ValueError
+        In forward, if the first batch (which sets α) is empty or not finite.
     """
 
     def __init__(self, bits=4, clip_init=None):
@@ -422,6 +441,7 @@ class PACTQuantizer(_PlainBasis, nn.Module):
     def forward(self, x):
         x = check_float_tensor(x, "x", finite=False)
         if not bool(self.initialized):
+            _check_first_batch(x, "clip")
             with torch.no_grad():
                 rms = x.float().square().mean().sqrt().item()
                 self.clip.fill_(optimal_gaussian_scale(self.bits) * rms + 1e-8)

@@ -11,7 +11,9 @@ makes (same weight and bias Parameters).
 Difference from :func:`~quest_qat.prepare_`: ``quantize_`` chooses the layers with its own
 ``filter_fn`` (default: every ``nn.Linear``, ``lm_head`` and tied layers included) and gives the
 handler no layer name, so pass ``filter_fn=lambda m, fqn: not fqn.endswith("lm_head")`` to keep
-the LM head in full precision as ``prepare_`` does.
+the LM head in full precision as ``prepare_`` does. ``quantize_`` cannot replace the module it
+is given (torchao drops the handler's result for the root), so a bare ``nn.Linear`` passed to
+it stays unchanged: wrap it in ``nn.Sequential``.
 
 Example::
 
