@@ -7,6 +7,8 @@ import torch
 import torch.distributed as dist
 from fpt_snn import FPTLIF
 
+from icml25_core import end_process
+
 T, BATCH = 6, 8
 
 
@@ -45,3 +47,4 @@ def main(rank, port, out):
 
 if __name__ == "__main__":
     main(int(sys.argv[1]), sys.argv[2], sys.argv[3])
+    end_process(0)  # results written: skip the teardown gloo can abort (icml25_core docs)

@@ -17,6 +17,7 @@ SCRIPT = textwrap.dedent(
     import json, sys
     import torch
     import torch.distributed as dist
+    from icml25_core import end_process
     from laion_c import evaluate
 
     class Red(torch.nn.Module):  # 'cat' when the red channel dominates, else 'fish'
@@ -33,6 +34,7 @@ SCRIPT = textwrap.dedent(
     if dist.get_rank() == 0:
         print("COUNTS", json.dumps({f"{n}|{k}": v for (n, k), v in results.counts.items()}))
     dist.destroy_process_group()
+    end_process(0)  # skip the interpreter teardown that gloo can abort (icml25_core docs)
     """
 )
 

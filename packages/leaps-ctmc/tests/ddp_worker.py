@@ -10,6 +10,8 @@ import torch
 import torch.distributed as dist
 from leaps_ctmc import FreeEnergyNet, IsingPath, LocallyEquivariantConv, Trainer, sample
 
+from icml25_core import end_process
+
 torch.set_num_threads(1)
 out = sys.argv[1]
 dist.init_process_group("gloo")
@@ -28,3 +30,4 @@ torch.save({
     "history": trainer.history_,
 }, f"{out}/rank{rank}.pt")  # fmt: skip
 dist.destroy_process_group()
+end_process(0)  # results written: skip the teardown gloo can abort (icml25_core docs)

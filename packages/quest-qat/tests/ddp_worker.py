@@ -5,7 +5,6 @@ Run as ``python ddp_worker.py MODE RANK WORLD PORT OUT`` with MODE ``ddp``
 rank 0 writes the final full (gathered) parameters to OUT.
 """
 
-import os
 import sys
 
 import torch
@@ -14,6 +13,8 @@ from quest_qat import QuESTConfig, prepare_
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel
+
+from icml25_core import end_process
 
 MODES = ("ddp", "fsdp2")
 
@@ -66,9 +67,4 @@ def main(mode, rank, world, port, out):
 
 if __name__ == "__main__":
     main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
-    # With torch 2.13 the fsdp2 mode aborts about once in ten runs *after* all of the above, in
-    # interpreter teardown ("terminate called without an active exception", no Python frame):
-    # the results are written, so skip the C++ static destructors.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    end_process(0)  # results written: skip the teardown gloo can abort (icml25_core docs)

@@ -4,6 +4,7 @@ from icml25_core._version import __version__
 from icml25_core.backend import BACKEND_ENV, BACKENDS, available_backends, select_backend
 from icml25_core.checkpoint import ResultStore
 from icml25_core.datasets import fashion_mnist, read_idx
+from icml25_core.processes import end_process
 from icml25_core.progress import progress
 from icml25_core.report import Claim, Report, Verdict, load_reports, summary_table
 from icml25_core.resources import data_path
@@ -43,6 +44,8 @@ __all__ = [
     # progress and resumable runs
     "progress",
     "ResultStore",
+    # multi-process runs
+    "end_process",
     # bundled data and datasets
     "data_path",
     "fashion_mnist",

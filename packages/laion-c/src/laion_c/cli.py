@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from icml25_core import end_process
+
 from ._version import __version__
 from .params import ALIASES, DISTORTIONS, LEVELS
 
@@ -150,10 +152,19 @@ def main(argv=None) -> int:
     """Run the console script; returns the exit status (1 with a one-line message on bad input)."""
     args = build_parser().parse_args(argv)
     try:
-        return _run(args)
+        code = _run(args)
     except (ValueError, TypeError, RuntimeError, FileNotFoundError, ImportError) as error:
         print(f"laion-c {args.command}: error: {error}", file=sys.stderr)
-        return 1
+        code = 1
+    torch = sys.modules.get("torch")
+    if (
+        torch is not None
+        and torch.distributed.is_available()
+        and torch.distributed.is_initialized()
+    ):
+        torch.distributed.destroy_process_group()  # a torchrun rank, all written
+        end_process(code)  # gloo can abort the interpreter's teardown (icml25_core docs)
+    return code
 
 
 def _run(args) -> int:

@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from icml25_core import check_scalar
+from icml25_core import check_scalar, end_process
 
 from ._version import __version__
 
@@ -198,9 +198,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command in ("train", "sample"):
         try:
-            return _train(args) if args.command == "train" else _sample(args)
+            code = _train(args) if args.command == "train" else _sample(args)
         except (ValueError, TypeError, OSError) as error:  # bad arguments: a message, not a trace
             parser.exit(2, f"leaps-ctmc {args.command}: error: {error}\n")
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            end_process(code)  # a torchrun rank, all written: gloo can abort the teardown
+        return code
     from . import reproduce  # imported here so that `--help` stays fast
 
     markdown, _ = reproduce.main(args.out, full=args.full)
