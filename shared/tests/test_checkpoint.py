@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from icml25_core import ResultStore
+from icml25_core import ResultStore, source_fingerprint
 
 
 def test_put_then_reopen_resumes_results(tmp_path):
@@ -51,3 +51,38 @@ def test_first_line_is_the_config(tmp_path):
 def test_put_rejects_bad_input(tmp_path, key, value, error, match):
     with pytest.raises(error, match=match):
         ResultStore(tmp_path / "run.jsonl").put(key, value)
+
+
+def test_restart_replaces_results_of_another_config(tmp_path):
+    path = tmp_path / "run.jsonl"
+    ResultStore(path, config={"n": 1}).put("a", 1)
+    with pytest.warns(UserWarning, match="starting over"):
+        store = ResultStore(path, config={"n": 2}, restart=True)
+    assert len(store) == 0
+    store.put("b", 2)
+    reopened = ResultStore(path, config={"n": 2}, restart=True)
+    assert (reopened.get("a"), reopened.get("b")) == (None, 2)
+
+
+def test_source_fingerprint_follows_names_and_bytes(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "pkg" / "notes.txt").write_text("ignored")
+    first = source_fingerprint(tmp_path / "pkg")
+    assert len(first) == 16
+    assert int(first, 16) >= 0
+    (tmp_path / "pkg" / "notes.txt").write_text("changed")
+    assert source_fingerprint(tmp_path / "pkg") == first  # only *.py files count
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("y = 3\n")
+    second = source_fingerprint(tmp_path / "pkg")
+    assert second != first
+    (tmp_path / "pkg" / "sub" / "b.py").rename(tmp_path / "pkg" / "sub" / "c.py")
+    assert source_fingerprint(tmp_path / "pkg") != second  # a renamed module counts too
+    assert source_fingerprint(tmp_path / "pkg" / "a.py") != source_fingerprint(tmp_path / "pkg")
+
+
+@pytest.mark.parametrize("paths", [(), ("does-not-exist",)])
+def test_source_fingerprint_rejects_missing_paths(tmp_path, paths):
+    with pytest.raises(ValueError, match="`paths`"):
+        source_fingerprint(*(tmp_path / p for p in paths))

@@ -2,7 +2,7 @@
 
 from icml25_core._version import __version__
 from icml25_core.backend import BACKEND_ENV, BACKENDS, available_backends, select_backend
-from icml25_core.checkpoint import ResultStore
+from icml25_core.checkpoint import ResultStore, source_fingerprint
 from icml25_core.datasets import fashion_mnist, read_idx
 from icml25_core.processes import end_process
 from icml25_core.progress import progress
@@ -44,6 +44,7 @@ __all__ = [
     # progress and resumable runs
     "progress",
     "ResultStore",
+    "source_fingerprint",
     # multi-process runs
     "end_process",
     # bundled data and datasets

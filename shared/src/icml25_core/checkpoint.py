@@ -5,14 +5,16 @@ it only if not, and appends its result at once; a run killed mid-way loses at mo
 flight, and rerunning it redoes nothing that finished.
 """
 
+import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ResultStore"]
+__all__ = ["ResultStore", "source_fingerprint"]
 
 
 def _plain(value):
@@ -32,13 +34,16 @@ class ResultStore:
         The file; created with its parent folders when missing.
     config : dict, default=None
         Settings the stored results depend on (sizes, seeds, model names). Written as the first
-        line of a new file; reopening the file with a different ``config`` raises, so results of
-        another setting are never mixed in.
+        line of a new file; reopening the file with a different ``config`` raises (or restarts),
+        so results of another setting are never mixed in.
+    restart : bool, default=False
+        If the file holds results of a different ``config``: False raises; True deletes them and
+        starts over with a warning (a reproduce rerun after its settings or code changed).
 
     Raises
     ------
     ValueError
-        If the file was written with a different ``config``.
+        If the file was written with a different ``config`` and `restart` is False.
 
     Examples
     --------
@@ -50,15 +55,26 @@ class ResultStore:
     {'power': 0.9}
     """
 
-    def __init__(self, path, *, config: dict | None = None):
+    def __init__(self, path, *, config: dict | None = None, restart: bool = False):
         self.path = Path(path)
         self.config = json.loads(json.dumps(config or {}, default=_plain))
         self._results: dict[str, Any] = {}
-        if self.path.exists() and self.path.stat().st_size > 0:
+        stored = self.path.exists() and self.path.stat().st_size > 0
+        if stored and restart and self._stored_config() != self.config:
+            warnings.warn(
+                f"{self.path}: results of other settings or code; starting over", stacklevel=2
+            )
+            self.path.unlink()
+            stored = False
+        if stored:
             self._load()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._append({"config": self.config})
+
+    def _stored_config(self):
+        with self.path.open(encoding="utf-8") as fh:
+            return json.loads(fh.readline()).get("config")
 
     def _load(self):
         lines = self.path.read_text(encoding="utf-8").splitlines()
@@ -104,3 +120,41 @@ class ResultStore:
         plain = json.loads(json.dumps(value, default=_plain))
         self._append({"key": key, "value": plain})
         self._results[key] = plain
+
+
+def source_fingerprint(*paths) -> str:
+    """A short hash of source files, for a :class:`ResultStore` ``config``: results computed by
+    older code are then never reused.
+
+    Parameters
+    ----------
+    *paths : str or Path
+        Files, or folders whose ``*.py`` files (recursively) are hashed; typically
+        ``Path(__file__).parent``, the library's package folder.
+
+    Returns
+    -------
+    str
+        16 hex digits of the SHA-256 over the files' names (relative to their folder) and bytes.
+
+    Raises
+    ------
+    ValueError
+        If no path is given or a path does not exist.
+    """
+    if not paths:
+        raise ValueError("`paths` must name at least one file or folder")
+    digest = hashlib.sha256()
+    for path in map(Path, paths):
+        if path.is_dir():
+            files = sorted(path.rglob("*.py"))
+        elif path.is_file():
+            files = [path]
+        else:
+            raise ValueError(f"`paths`: {str(path)!r} does not exist")
+        for file in files:
+            digest.update(
+                file.relative_to(path if path.is_dir() else path.parent).as_posix().encode()
+            )
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
