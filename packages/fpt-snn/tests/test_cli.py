@@ -97,18 +97,17 @@ def test_bad_argument_message_hides_internal_names(capsys):
     assert "_positive_int" not in capsys.readouterr().err
 
 
-def test_reproduce_out_on_a_file_exits_with_a_message(tmp_path):
-    target = tmp_path / "report.md"
-    target.write_text("not a folder")
-    with pytest.raises(SystemExit, match=r"--out .* is a file"):
-        main(["reproduce", "--out", str(target)])
-
-
-def test_reproduce_out_uncreatable_exits_with_a_message(tmp_path):
+@pytest.mark.parametrize(
+    ("make", "message"), [("file", "is a file"), ("under-file", "cannot be created")]
+)
+def test_reproduce_bad_out_is_a_usage_error(tmp_path, capsys, make, message):
     blocker = tmp_path / "file"
-    blocker.write_text("")
-    with pytest.raises(SystemExit, match=r"--out .* cannot be created"):
-        main(["reproduce", "--out", str(blocker / "sub")])
+    blocker.write_text("not a folder")
+    target = blocker if make == "file" else blocker / "sub"
+    with pytest.raises(SystemExit) as info:
+        main(["reproduce", "--out", str(target)])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def test_convergence_takes_v_threshold(capsys):

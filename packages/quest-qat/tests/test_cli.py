@@ -63,10 +63,10 @@ def test_reproduce_with_unusable_data_exits_cleanly(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["bench", "--k", "-5"], "positive"),
+        (["bench", "--k", "-5"], "must be >= 1, got -5"),
         (["bench", "--k", "100"], "multiple of 128"),
-        (["bench", "--m", "0"], "positive"),
-        (["bench", "--m", "abc"], "positive"),
+        (["bench", "--m", "0"], "must be >= 1, got 0"),
+        (["bench", "--m", "abc"], "invalid positive integer value: 'abc'"),
     ],
 )
 def test_bench_rejects_bad_sizes(argv, match, capsys):

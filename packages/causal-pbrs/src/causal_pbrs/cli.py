@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from icml25_core.cli import add_reproduce_command, console_parser
+
 from ._version import __version__
 
 SEEDS = (1234, 5678, 91011)
@@ -130,13 +132,7 @@ def run(args):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``causal-pbrs`` console script."""
-    parser = argparse.ArgumentParser(
-        prog="causal-pbrs",
-        description="Reward shaping from confounded offline data (Li, Zhang & Bareinboim, "
-        "ICML 2025): causal upper bounds on V*, PBRS, Q-UCB, exact regret.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser, commands = console_parser("causal-pbrs", __version__, __doc__)
 
     p = commands.add_parser(
         "bound",
@@ -170,10 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="also write the regrets to this .json")
     r.set_defaults(func=run)
 
-    q = commands.add_parser("reproduce", help="the paper's claims; writes <out>/causal-pbrs.md")
-    q.add_argument("--out", default="reports", help="report folder (default: reports)")
-    q.add_argument("--full", action="store_true",
-                   help="K = 20 000, FrozenLake 8x8 and CliffWalkingSlippery-v1 too")  # fmt: skip
+    q = add_reproduce_command(
+        commands,
+        help="the paper's claims; writes <out>/causal-pbrs.md",
+        full_help="K = 20 000, FrozenLake 8x8 and CliffWalkingSlippery-v1 too",
+    )
     q.set_defaults(func=_reproduce)
     return parser
 
@@ -181,10 +178,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _reproduce(args):
     from . import reproduce  # imported here so that `--help` stays fast
 
-    try:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        _fail(f"--out: cannot create the report folder {args.out} ({error.strerror})")
     markdown, _ = reproduce.main(args.out, full=args.full)
     print(f"wrote {markdown} (and .json)")
 

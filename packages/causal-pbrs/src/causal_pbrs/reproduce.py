@@ -21,7 +21,6 @@ finished unit (environment, seed) is checkpointed, so an interrupted run resumes
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icml25_core import Claim, Report, ResultStore, progress
+from icml25_core import Claim, Report, ResultStore, progress, source_fingerprint
 
 from .agents import QUCB
 from .behavior import anti_expert, expert, random_policy
@@ -239,28 +238,14 @@ def unit(name, seed, settings, callback=None):
     return out
 
 
-def _code_fingerprint():
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _open_store(path, config):
-    try:
-        return ResultStore(path, config=config)
-    except ValueError:
-        print(f"{path}: results of other settings or code; starting over")
-        path.unlink()
-        return ResultStore(path, config=config)
-
-
 def collect(settings, out_dir):
     """Run (or resume) every unit; returns ``({key: result}, number reused)``."""
     units = [(f"{name}-s{seed}", name, seed) for name in settings.envs for seed in settings.seeds]
-    config = {"settings": asdict(settings), "code": _code_fingerprint()}
+    config = {"settings": asdict(settings), "code": source_fingerprint(Path(__file__).parent)}
     tag = "full" if settings == FULL else "default"
-    store = _open_store(Path(out_dir) / ".checkpoints" / f"causal-pbrs-{tag}.jsonl", config)
+    store = ResultStore(
+        Path(out_dir) / ".checkpoints" / f"causal-pbrs-{tag}.jsonl", config=config, restart=True
+    )
     todo = [u for u in units if u[0] not in store]
     total = len(units) * settings.episodes
     with progress(total=total, desc="causal-pbrs reproduce", unit="episode") as bar:

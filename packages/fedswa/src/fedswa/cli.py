@@ -9,28 +9,20 @@ Averaging" (ICML 2025).
 
 import argparse
 
+from icml25_core.cli import add_reproduce_command, console_parser
+
 from ._version import __version__
 from .algorithms import ALGORITHMS
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fedswa`` console script."""
-    parser = argparse.ArgumentParser(
-        prog="fedswa", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    reproduce = commands.add_parser(
-        "reproduce",
-        help="measure the paper's headline claim on real input and write the report",
+    parser, commands = console_parser("fedswa", __version__, __doc__)
+    reproduce = add_reproduce_command(
+        commands,
         description="Measure the paper's headline claims on Fashion-MNIST (Debian "
         "dataset-fashion-mnist); write <out>/fedswa.md and .json and a plot.",
-    )
-    reproduce.add_argument(
-        "--out", default="reports", help="directory of the report (default: reports)"
-    )
-    reproduce.add_argument(
-        "--full", action="store_true", help="100 clients, T=100, 3 seeds, small CNN"
+        full_help="100 clients, T=100, 3 seeds, small CNN",
     )
     reproduce.add_argument(
         "--engine",

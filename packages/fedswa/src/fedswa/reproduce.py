@@ -16,7 +16,6 @@ Pass rules, fixed before the first run (DECISIONS.md 3) and never moved:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
 import multiprocessing as mp
 import platform
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml25_core import Claim, Report, ResultStore, check_choice, progress
+from icml25_core import Claim, Report, ResultStore, check_choice, progress, source_fingerprint
 
 from ._version import __version__
 from .algorithms import get_algorithm
@@ -162,22 +161,6 @@ _NUMERIC_MODULES = (
 )  # fmt: skip
 
 
-def _code_fingerprint() -> str:
-    digest = hashlib.sha256()
-    for name in _NUMERIC_MODULES:
-        digest.update((Path(__file__).parent / name).read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _open_store(path: Path, config: dict) -> ResultStore:
-    try:
-        return ResultStore(path, config=config)
-    except ValueError:
-        print(f"{path}: results of other settings or code; starting over")
-        path.unlink()
-        return ResultStore(path, config=config)
-
-
 def collect(settings: Settings, out_dir, engine: str = "local") -> tuple[dict, int]:
     """Run (or resume) every unit; ``({key: result}, reused)``.
 
@@ -187,9 +170,14 @@ def collect(settings: Settings, out_dir, engine: str = "local") -> tuple[dict, i
     _data(settings)  # fail early (FileNotFoundError naming the Debian package)
     units = [(m, f, s) for m in METHODS for f in settings.lr_factors for s in settings.seeds]
     units.sort(key=lambda u: u[0] != "fedsam")  # the 2x-cost runs first: better packing
-    config = {"settings": asdict(settings), "code": _code_fingerprint()}
+    config = {
+        "settings": asdict(settings),
+        "code": source_fingerprint(*(Path(__file__).parent / m for m in _NUMERIC_MODULES)),
+    }
     tag = ("full" if settings == FULL else "quick") + ("-flower" if engine == "flower" else "")
-    store = _open_store(Path(out_dir) / ".checkpoints" / f"fedswa-{tag}.jsonl", config)
+    store = ResultStore(
+        Path(out_dir) / ".checkpoints" / f"fedswa-{tag}.jsonl", config=config, restart=True
+    )
     todo = [u for u in units if _unit_key(*u) not in store]
     reused = len(units) - len(todo)
     with progress(total=len(units), desc="fedswa reproduce", unit="run") as bar:

@@ -11,35 +11,23 @@ import argparse
 import sys
 from pathlib import Path
 
+from icml25_core.cli import add_reproduce_command, console_parser, positive_int
+
 from ._version import __version__
-
-
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-_positive_int.__name__ = "positive integer"  # argparse: "invalid positive integer value: 'x'"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fpt-snn`` console script."""
-    parser = argparse.ArgumentParser(
-        prog="fpt-snn",
-        description="Fixed-point parallel training of LIF spiking neurons (Feng et al., ICML "
-        "2025): reproduce the paper's claims, print convergence tables, benchmark the layer.",
+    parser, commands = console_parser(
+        "fpt-snn",
+        __version__,
+        "Fixed-point parallel training of LIF spiking neurons (Feng et al., ICML 2025): "
+        "reproduce the paper's claims, print convergence tables, benchmark the layer.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    rep = commands.add_parser(
-        "reproduce",
+    rep = add_reproduce_command(
+        commands,
         help="FPT vs BPTT on sklearn digits; writes <out>/fpt-snn.md, .json and a figure",
-    )
-    rep.add_argument("--out", default="reports", help="report folder (default: reports)")
-    rep.add_argument(
-        "--full", action="store_true", help="5 seeds, K in {2,3,4}, T in {8,32,64,128}"
+        full_help="5 seeds, K in {2,3,4}, T in {8,32,64,128}",
     )
     rep.add_argument("--seed", type=int, default=0, help="first seed (default: 0)")
     conv = commands.add_parser(
@@ -55,9 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="your own currents [T, ...] as a .npy file or a tensor saved with torch.save "
         "(.pt); --T, --neurons and --seed are then ignored",
     )
-    conv.add_argument("--T", type=_positive_int, default=32, help="time steps (default: 32)")
-    conv.add_argument("--K-max", type=_positive_int, default=8, help="largest K (default: 8)")
-    conv.add_argument("--neurons", type=_positive_int, default=20_000, help="default: 20000")
+    conv.add_argument("--T", type=positive_int, default=32, help="time steps (default: 32)")
+    conv.add_argument("--K-max", type=positive_int, default=8, help="largest K (default: 8)")
+    conv.add_argument("--neurons", type=positive_int, default=20_000, help="default: 20000")
     conv.add_argument(
         "--tau", type=float, default=2.0, help="membrane time constant in steps, > 1 (default: 2)"
     )
@@ -78,15 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
         "autograd per-step loop with the same sigmoid surrogate; median of interleaved repeats.",
     )
     bench.add_argument(
-        "--T", type=_positive_int, nargs="+", default=[8, 32, 128, 512],
+        "--T", type=positive_int, nargs="+", default=[8, 32, 128, 512],
         help="time steps, one run each (default: 8 32 128 512)",
     )  # fmt: skip
     bench.add_argument(
-        "--sizes", type=_positive_int, nargs="+", default=[2**16, 2**20],
+        "--sizes", type=positive_int, nargs="+", default=[2**16, 2**20],
         help="total elements N*T per input (N = max(1, size // T) neurons; default: 65536 1048576)",
     )  # fmt: skip
     bench.add_argument(
-        "--repeats", type=_positive_int, default=5, help="interleaved repeats (default: 5)"
+        "--repeats", type=positive_int, default=5, help="interleaved repeats (default: 5)"
     )
     return parser
 
@@ -147,19 +135,6 @@ def _load_currents(path):
     return data.double()
 
 
-def _check_out(out):
-    """Create the report folder up front: a bad --out exits with a message, not a traceback."""
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise SystemExit(f"fpt-snn reproduce: --out {out!r} is a file, not a folder")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise SystemExit(
-            f"fpt-snn reproduce: --out {out!r} cannot be created: {error.strerror or error}"
-        ) from error
-
-
 def _bench(args):
     from .bench import benchmark, format_rows
 
@@ -172,7 +147,6 @@ def main(argv=None) -> int:
     if args.command == "reproduce":
         from . import reproduce  # imported here so that `--help` stays fast
 
-        _check_out(args.out)
         try:
             markdown, _ = reproduce.main(args.out, full=args.full, seed=args.seed)
         except ImportError as error:

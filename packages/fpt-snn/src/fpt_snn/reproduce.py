@@ -11,7 +11,6 @@ before the first run (DECISIONS 3). Each finished (method, seed) unit is checkpo
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import platform
 import statistics
@@ -31,6 +30,7 @@ from icml25_core import (
     check_scalar,
     progress,
     seed_everything,
+    source_fingerprint,
 )
 
 from .data import digits_sequences
@@ -200,22 +200,6 @@ def timing_unit(dwell, settings):
     return {"T": T, "bptt_s": bptt, "fpt_s": fpt, "ratio": bptt / fpt}
 
 
-def _fingerprint():
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _open_store(path, config):
-    try:
-        return ResultStore(path, config=config)
-    except ValueError:
-        print(f"{path}: results of other settings or code; starting over")
-        path.unlink()
-        return ResultStore(path, config=config)
-
-
 def collect(settings, out_dir):
     """Run (or resume) every unit; returns ``{key: result}``."""
     units = []
@@ -225,9 +209,11 @@ def collect(settings, out_dir):
             for K in settings.Ks:
                 units.append((f"fpt-K{K}-d{dwell}-s{seed}", ("fpt", seed, dwell, K)))
     units += [(f"timing-d{d}", ("timing", d)) for d in settings.timing_dwells]
-    config = {"settings": asdict(settings), "code": _fingerprint()}
+    config = {"settings": asdict(settings), "code": source_fingerprint(Path(__file__).parent)}
     tag = "full" if settings.seeds == FULL.seeds else "default"
-    store = _open_store(Path(out_dir) / ".checkpoints" / f"fpt-snn-{tag}.jsonl", config)
+    store = ResultStore(
+        Path(out_dir) / ".checkpoints" / f"fpt-snn-{tag}.jsonl", config=config, restart=True
+    )
     with progress(total=len(units), desc="fpt-snn reproduce", unit="run") as bar:
         for key, args in units:
             if key not in store:

@@ -8,6 +8,8 @@ fsl-sage bench                            alignment-step and round benchmarks
 import argparse
 import json
 
+from icml25_core.cli import add_reproduce_command, console_parser
+
 from ._version import __version__
 
 ALGORITHMS = ("fsl_sage", "cse_fsl", "splitfed_v1", "splitfed_v2", "fedavg")
@@ -15,22 +17,11 @@ ALGORITHMS = ("fsl_sage", "cse_fsl", "splitfed_v1", "splitfed_v2", "fedavg")
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fsl-sage`` console script."""
-    parser = argparse.ArgumentParser(
-        prog="fsl-sage", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    reproduce = commands.add_parser(
-        "reproduce",
-        help="measure the paper's headline claim on real input and write the report",
+    parser, commands = console_parser("fsl-sage", __version__, __doc__)
+    add_reproduce_command(
+        commands,
         description="Measure the paper's headline claim on real input; write the report "
         "as <out>/fsl-sage.md and .json.",
-    )
-    reproduce.add_argument(
-        "--out", default="reports", help="directory of the report (default: reports)"
-    )
-    reproduce.add_argument(
-        "--full", action="store_true", help="run at the paper's scale instead of the quick default"
     )
     run = commands.add_parser(
         "run",
@@ -79,18 +70,6 @@ def _run_config(args):
     return cfg
 
 
-def _check_out(out: str) -> None:
-    from pathlib import Path
-
-    folder = Path(out)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"--out {out!r} is a file, not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ValueError(f"--out {out!r} cannot be created: {err}") from err
-
-
 def _run(args, cfg) -> dict:
     if args.flower:
         from .flower.simulation import run_flower_simulation
@@ -118,13 +97,11 @@ def main(argv=None) -> int:
     """Run the console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:  # bad arguments: a usage error (exit 2), not a traceback
-        if args.command == "reproduce":
-            _check_out(args.out)
-        elif args.command == "run":
+    if args.command == "run":
+        try:  # bad arguments: a usage error (exit 2), not a traceback
             cfg = _run_config(args)
-    except (ValueError, TypeError, OSError) as err:
-        parser.exit(2, f"fsl-sage {args.command}: error: {err}\n")
+        except (ValueError, TypeError, OSError) as err:
+            parser.exit(2, f"fsl-sage run: error: {err}\n")
     if args.command == "reproduce":
         from . import reproduce  # imported here so that `--help` stays fast
 

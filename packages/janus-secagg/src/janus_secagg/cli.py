@@ -9,6 +9,8 @@ after Pu et al., ICML 2025).
 
 import argparse
 
+from icml25_core.cli import add_reproduce_command, console_parser
+
 from ._version import __version__
 
 
@@ -16,22 +18,13 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``janus-secagg`` console script."""
     from .net import add_server_arguments
 
-    parser = argparse.ArgumentParser(
-        prog="janus-secagg", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    reproduce = commands.add_parser(
-        "reproduce",
+    parser, commands = console_parser("janus-secagg", __version__, __doc__)
+    add_reproduce_command(
+        commands,
         help="measure the paper's headline properties on real input and write the report",
         description="Run Janus-style FedAvg on Fashion-MNIST with servers A and B as processes; "
         "write <out>/janus-secagg.md and .json and a plot.",
-    )
-    reproduce.add_argument(
-        "--out", default="reports", help="directory of the report (default: reports)"
-    )
-    reproduce.add_argument(
-        "--full", action="store_true", help="more rounds and clients (slower than the default)"
+        full_help="more rounds and clients (slower than the default)",
     )
     bench = commands.add_parser("bench", help="per-client time and bytes against n")
     bench.add_argument("--dim", type=int, default=10_000, help="l (default 10000)")

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from icml25_core import end_process
+from icml25_core.cli import add_reproduce_command, console_parser
 
 from ._version import __version__
 from .params import ALIASES, DISTORTIONS, LEVELS
@@ -69,11 +70,7 @@ def _init_distributed(device: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``laion-c`` console script."""
-    parser = argparse.ArgumentParser(
-        prog="laion-c", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser, commands = console_parser("laion-c", __version__, __doc__)
 
     distort = commands.add_parser("distort", help="corrupt one image (official pipeline)")
     distort.add_argument("image", help="input image file")
@@ -132,17 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--csv", help="write the official CSV here")
     _names(evaluate)
 
-    reproduce = commands.add_parser(
-        "reproduce",
-        help="measure the paper's headline claim on real input and write the report",
+    reproduce = add_reproduce_command(
+        commands,
         description="Measure the paper's headline claim on real input; write the report "
         "as <out>/laion-c.md and .json.",
-    )
-    reproduce.add_argument(
-        "--out", default="reports", help="directory of the report (default: reports)"
-    )
-    reproduce.add_argument(
-        "--full", action="store_true", help="10 seeds for the random distortions instead of 3"
+        full_help="10 seeds for the random distortions instead of 3",
     )
     reproduce.add_argument("--root", help="score a real LAION-C folder (Zenodo 14051887)")
     return parser

@@ -15,17 +15,14 @@ import os
 from pathlib import Path
 
 from icml25_core import check_scalar, end_process
+from icml25_core.cli import add_reproduce_command, console_parser
 
 from ._version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``leaps-ctmc`` console script."""
-    parser = argparse.ArgumentParser(
-        prog="leaps-ctmc", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser, commands = console_parser("leaps-ctmc", __version__, __doc__)
     defaults = argparse.ArgumentDefaultsHelpFormatter
     train = commands.add_parser("train", help="train a LEC sampler on an Ising or Potts torus",
                                 formatter_class=defaults)  # fmt: skip
@@ -56,17 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     smp.add_argument("--scheme", choices=("euler", "tau_leap"), default="euler",
                      help="CTMC step")  # fmt: skip
     smp.add_argument("--seed", type=int, default=0, help="seed (plus the rank under torchrun)")
-    reproduce = commands.add_parser(
-        "reproduce",
-        help="measure the paper's headline claim on real input and write the report",
+    add_reproduce_command(
+        commands,
         description="Measure the paper's headline claim on real input; write the report "
         "as <out>/leaps-ctmc.md and .json.",
-    )
-    reproduce.add_argument(
-        "--out", default="reports", help="directory of the report (default: reports)"
-    )
-    reproduce.add_argument(
-        "--full", action="store_true", help="run at the paper's scale instead of the quick default"
     )
     return parser
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from icml25_core.cli import add_reproduce_command, console_parser, positive_int
+
+from ._version import __version__
 
 LEARNERS = ("dr-linear", "dr-hgb", "causal-forest")
 
@@ -94,12 +97,13 @@ def run(args):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="permucate",
-        description="PermuCATE: which covariates drive treatment-effect heterogeneity, with "
-        "p-values (Paillard et al., ICML 2025).",
+    """The argument parser of the ``permucate`` console script."""
+    parser, sub = console_parser(
+        "permucate",
+        __version__,
+        "PermuCATE: which covariates drive treatment-effect heterogeneity, with p-values "
+        "(Paillard et al., ICML 2025).",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="importance of each covariate for the CATE of a CSV file")
     r.add_argument("data", help="CSV file with one row per unit")
     r.add_argument("--treatment", required=True, help="binary (0/1) treatment column")
@@ -114,10 +118,12 @@ def build_parser():
     r.add_argument("--out", default="importance.csv", help=".csv or .json (importance.csv)")
     r.add_argument("--plot", help="also save a bar chart (.png/.pdf/.svg); needs permucate[plot]")
     r.set_defaults(func=run)
-    p = sub.add_parser("reproduce", help="the paper's claims on Hines DGP3 and IHDP")
-    p.add_argument("--out", default="reports", help="report folder (default: reports)")
-    p.add_argument("--full", action="store_true", help="the paper's sizes (hours on 2 cores)")
-    p.add_argument("--n-jobs", type=int, default=2, help="parallel seeds (default: 2)")
+    p = add_reproduce_command(
+        sub,
+        help="the paper's claims on Hines DGP3 and IHDP",
+        full_help="the paper's sizes (hours on 2 cores)",
+    )
+    p.add_argument("--n-jobs", type=positive_int, default=2, help="parallel seeds (default: 2)")
     p.set_defaults(func=lambda a: _reproduce(a))
     return parser
 

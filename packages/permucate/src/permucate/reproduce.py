@@ -12,7 +12,6 @@ finished unit (a seed) is checkpointed, so an interrupted run resumes where it s
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import time
@@ -26,7 +25,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.metrics import roc_auc_score
 
-from icml25_core import Claim, Report, ResultStore, progress
+from icml25_core import Claim, Report, ResultStore, progress, source_fingerprint
 
 from . import datasets
 from .estimator import LOCO, PermuCATE
@@ -151,23 +150,6 @@ def _run_unit(key, kind, args):
         return key, (hines_unit if kind == "hines" else ihdp_unit)(*args)
 
 
-def _code_fingerprint():
-    src = Path(__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(src.glob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _open_store(path, config):
-    try:
-        return ResultStore(path, config=config)
-    except ValueError:
-        print(f"{path}: results of other settings or code; starting over")
-        path.unlink()
-        return ResultStore(path, config=config)
-
-
 def collect(settings, out_dir, n_jobs):
     """Run (or resume) every unit; returns ``{key: result}``."""
     units = [
@@ -179,9 +161,11 @@ def collect(settings, out_dir, n_jobs):
         (f"ihdp-s{seed}", "ihdp", (seed, settings, seed < settings.ihdp_loco_full_seeds))
         for seed in range(settings.ihdp_seeds)
     ]
-    config = {"settings": asdict(settings), "code": _code_fingerprint()}
+    config = {"settings": asdict(settings), "code": source_fingerprint(Path(__file__).parent)}
     tag = "full" if settings == FULL else "default"
-    store = _open_store(Path(out_dir) / ".checkpoints" / f"permucate-{tag}.jsonl", config)
+    store = ResultStore(
+        Path(out_dir) / ".checkpoints" / f"permucate-{tag}.jsonl", config=config, restart=True
+    )
     todo = [u for u in units if u[0] not in store]
     reused = len(units) - len(todo)
     with progress(total=len(units), desc="permucate reproduce", unit="run") as bar:

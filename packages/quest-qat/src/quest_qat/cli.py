@@ -8,23 +8,14 @@ Gaussian scales), ``fit-scaling`` (refit the paper's scaling law on its 104 runs
 
 import argparse
 
+from icml25_core.cli import add_reproduce_command, console_parser, positive_int
+
 from ._version import __version__
-
-
-def _positive_int(text: str) -> int:
-    """argparse type: an int >= 1 (a clean usage error instead of a torch traceback)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive int, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive int, got {value}")
-    return value
 
 
 def _features(text: str) -> int:
     """argparse type: a positive multiple of the Hadamard block 128."""
-    value = _positive_int(text)
+    value = positive_int(text)
     if value % 128:
         raise argparse.ArgumentTypeError(f"must be a multiple of 128 (the block), got {value}")
     return value
@@ -32,20 +23,12 @@ def _features(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``quest-qat`` console script."""
-    parser = argparse.ArgumentParser(prog="quest-qat", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    reproduce = commands.add_parser(
-        "reproduce",
-        help="measure the paper's headline claim on real input and write the report",
+    parser, commands = console_parser("quest-qat", __version__, __doc__)
+    reproduce = add_reproduce_command(
+        commands,
         description="Measure the paper's headline claim on real input; write the report "
         "as <out>/quest-qat.md and .json.",
-    )
-    reproduce.add_argument(
-        "--out", default="reports", help="directory of the report (default: reports)"
-    )
-    reproduce.add_argument(
-        "--full", action="store_true", help="600 steps x 2 seeds and the ablations (~30 min)"
+        full_help="600 steps x 2 seeds and the ablations (~30 min)",
     )
     reproduce.add_argument(
         "--data", default=None, help="any text file instead of the Debian fortunes corpus"
@@ -54,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit = commands.add_parser("fit-scaling", help="refit the scaling law on the official runs")
     fit.add_argument("--starts", choices=("quick", "paper"), default="quick")
     bench = commands.add_parser("bench", help="time QuESTLinear fwd+bwd against nn.Linear")
-    bench.add_argument("--m", type=_positive_int, default=1024, help="tokens (default 1024)")
+    bench.add_argument("--m", type=positive_int, default=1024, help="tokens (default 1024)")
     bench.add_argument(
         "--k", type=_features, default=1024,
         help="in = out features, a multiple of 128 (default 1024)",
