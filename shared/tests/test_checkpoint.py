@@ -86,3 +86,55 @@ def test_source_fingerprint_follows_names_and_bytes(tmp_path):
 def test_source_fingerprint_rejects_missing_paths(tmp_path, paths):
     with pytest.raises(ValueError, match="`paths`"):
         source_fingerprint(*(tmp_path / p for p in paths))
+
+
+def test_put_after_a_kill_mid_write_survives_the_next_resume(tmp_path):
+    path = tmp_path / "run.jsonl"
+    ResultStore(path, config={"n": 1}).put("done", 1)
+    with path.open("a") as fh:
+        fh.write('{"key": "half", "val')  # killed mid-write
+    resumed = ResultStore(path, config={"n": 1})
+    resumed.put("next", 2)
+    again = ResultStore(path, config={"n": 1})
+    assert (again.get("done"), again.get("next"), "half" in again) == (1, 2, False)
+    assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_kill_while_writing_the_config_starts_over(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"config": {"n"')
+    store = ResultStore(path, config={"n": 1})
+    store.put("a", 1)
+    assert ResultStore(path, config={"n": 1}).get("a") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("hello\n", "not a ResultStore file"),
+        ("hello", "not a ResultStore file"),
+        ('{"a": 1}\n', "not a ResultStore file"),
+        ('{"config": {}}\n{"a": 1}\n', "not a ResultStore record"),
+    ],
+)
+def test_a_file_of_something_else_is_refused_and_left_alone(tmp_path, text, match):
+    path = tmp_path / "notes.txt"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        ResultStore(path)
+    assert path.read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"path": None}, TypeError, "`path` must be a str or a path, got NoneType"),
+        ({"path": 3}, TypeError, "`path` must be a str or a path, got int"),
+        ({"config": [1]}, TypeError, "`config` must be a dict or None, got list"),
+        ({"path": "."}, ValueError, "`path` must be a file"),
+    ],
+)
+def test_bad_arguments_name_themselves(tmp_path, kwargs, error, match):
+    arguments = {"path": tmp_path / "run.jsonl", **kwargs}
+    with pytest.raises(error, match=match):
+        ResultStore(arguments.pop("path"), **arguments)

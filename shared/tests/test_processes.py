@@ -19,7 +19,10 @@ def test_end_process_flushes_and_exits_with_the_code_skipping_atexit():
     assert (done.returncode, done.stdout, done.stderr) == (3, "out", "err")
 
 
-@pytest.mark.parametrize("code", [-1, 256, 1.0, True, "0"])
-def test_end_process_rejects_bad_codes(code):
-    with pytest.raises(ValueError, match="`code`"):
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [(-1, ValueError), (256, ValueError), (1.0, TypeError), (True, TypeError), ("0", TypeError)],
+)
+def test_end_process_rejects_bad_codes(code, error):
+    with pytest.raises(error, match=r"^`code` must be an int in 0-255"):
         end_process(code)

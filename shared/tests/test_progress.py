@@ -97,8 +97,17 @@ def test_progress_env_other_than_zero_keeps_bar(no_tqdm, monkeypatch, capsys):
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"iterable": 5}, TypeError, "not iterable"),
+        (
+            {"iterable": 5},
+            TypeError,
+            "^`iterable` must be iterable, got int; for a count, pass total=5$",
+        ),
+        ({"iterable": object()}, TypeError, "^`iterable` must be iterable, got object$"),
         ({"total": 3}, TypeError, "no iterable|not iterable"),
+        ({"iterable": [1], "total": -1}, ValueError, "^`total` must be >= 0, got -1$"),
+        ({"iterable": [1], "total": "3"}, TypeError, "^`total` must be a real number, got str$"),
+        ({"iterable": [1], "desc": 3}, TypeError, "^`desc` must be a str, got int$"),
+        ({"iterable": [1], "unit": None}, TypeError, "^`unit` must be a str, got NoneType$"),
     ],
 )
 def test_progress_raises_on_bad_input(monkeypatch, fallback, kwargs, error, match):

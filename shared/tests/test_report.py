@@ -131,8 +131,13 @@ def test_module_runs_with_python_m_without_warnings(tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"verdict": "maybe"}, ValueError, "'maybe' is not a valid Verdict"),
-        ({"verdict": None}, ValueError, "None is not a valid Verdict"),
+        (
+            {"verdict": "maybe"},
+            ValueError,
+            "^`verdict` must be a Verdict or one of 'reproduced', 'partially reproduced', "
+            "'not reproduced at this scale'; got 'maybe'$",
+        ),
+        ({"verdict": None}, ValueError, "`verdict` must be a Verdict .*; got None$"),
     ],
 )
 def test_claim_raises_on_bad_input(kwargs, error, match):
@@ -159,11 +164,58 @@ def test_claim_judge_raises_on_bad_input(kwargs, error, match):
         ({"library": "../escape"}, ValueError, "`library` must be a distribution name"),
         ({"library": ""}, ValueError, "`library` must be a distribution name"),
         ({"library": "ok", "setup": {"x": object()}}, TypeError, "object is not JSON"),
+        ({"library": 3}, TypeError, "^`library` must be a str, got int$"),
+        ({"library": "ok", "title": None}, TypeError, "^`title` must be a str, got NoneType$"),
+        ({"library": "ok", "claims": Claim("c", "p", "m", "reproduced")}, TypeError, "`claims`"),
+        (
+            {"library": "ok", "claims": ["c"]},
+            TypeError,
+            "^`claims` must be a list of Claim, got str at 0$",
+        ),
+        ({"library": "ok", "setup": [1]}, TypeError, "^`setup` must be a dict, got list$"),
+        ({"library": "ok", "runtime_s": -1.0}, ValueError, "^`runtime_s` must be >= 0, got -1.0$"),
+        ({"library": "ok", "runtime_s": "1 s"}, TypeError, "`runtime_s` must be a real number"),
     ],
 )
 def test_report_raises_on_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
-        Report(title="t", **kwargs).to_dict()
+        Report(**{"title": "t", **kwargs}).to_dict()
+
+
+def test_report_checks_claims_appended_after_construction(tmp_path):
+    report = make_report()
+    report.claims.append("not a claim")
+    with pytest.raises(TypeError, match=r"^`claims` must be a list of Claim, got str at 1$"):
+        report.write(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("directory", "error", "match"),
+    [
+        (None, TypeError, "^`directory` must be a str or a path, got NoneType$"),
+        ("file", ValueError, "^`directory` must be a folder, got the file"),
+    ],
+)
+def test_report_write_raises_on_bad_directory(tmp_path, directory, error, match):
+    if directory == "file":
+        directory = tmp_path / "a.md"
+        directory.write_text("x")
+    with pytest.raises(error, match=match):
+        make_report().write(directory)
+
+
+@pytest.mark.parametrize(
+    ("reports", "match"),
+    [
+        ("reports", "^`reports` must be an iterable of Report .*got str$"),
+        (3, "^`reports` must be an iterable of Report .*got int$"),
+        (["x"], "^`reports` must hold Report objects, got str$"),
+    ],
+)
+def test_summary_table_raises_on_bad_input(reports, match):
+    with pytest.raises(TypeError, match=match):
+        summary_table(reports)
 
 
 @pytest.mark.parametrize(

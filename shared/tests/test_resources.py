@@ -51,6 +51,11 @@ def test_data_path_finds_file_in_installed_core():
             FileNotFoundError,
             f"package '{PACKAGE}.nope' is not installed",
         ),
+        ({"package": 3, "parts": ("x",)}, TypeError, r"^`package` must be an import name \(str\)"),
+        ({"package": PACKAGE, "parts": ("data", 1)}, TypeError, "^`parts` must be str, got int$"),
+        ({"package": PACKAGE, "parts": ("..", "x")}, ValueError, "^`parts` must stay inside"),
+        ({"package": PACKAGE, "parts": ("data/../../x",)}, ValueError, "must stay inside"),
+        ({"package": PACKAGE, "parts": ("/etc/passwd",)}, ValueError, "must stay inside"),
     ],
 )
 def test_data_path_raises_on_bad_input(demo_package, kwargs, error, match):

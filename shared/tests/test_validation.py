@@ -109,6 +109,18 @@ def test_check_array_skips_finite_check_for_integers():
         ({"x": [1, None]}, ValueError, r"`X` contains NaN or infinity \(first at index \(1,\)\)"),
         ({"x": [[1, 2], [3]]}, TypeError, "`X` cannot be converted to a numpy array"),
         ({"x": [1.0], "dtype": "nummeric"}, TypeError, "data type 'nummeric' not understood"),
+        ({"x": None}, TypeError, "^`X` must be array-like, got None$"),
+        (
+            {"x": [1.0, 1e10], "cast": np.float16},
+            ValueError,
+            "^`X` overflows float16",
+        ),
+        (
+            {"x": [1, 300], "cast": np.uint8},
+            ValueError,
+            r"^`X` does not fit in uint8: values span \[1, 300\], uint8 holds \[0, 255\]$",
+        ),
+        ({"x": [-1.5, 2.0], "cast": np.uint32}, ValueError, "`X` does not fit in uint32"),
     ],
 )
 def test_check_array_raises_on_bad_input(kwargs, error, match):
@@ -167,6 +179,7 @@ def test_check_scalar_returns_valid_value(value, kwargs):
         ({"value": 1.0, "kind": (int, str)}, TypeError, "`alpha` must be an int or a str"),
         ({"value": 1, "kind": bool}, TypeError, "`alpha` must be a bool, got int"),
         ({"value": 1, "inclusive": "open"}, ValueError, "`inclusive` must be one of 'both'"),
+        ({"value": 10**400, "low": 0, "high": 1}, ValueError, r"^`alpha` must be in \[0, 1\]"),
     ],
 )
 def test_check_scalar_raises_on_bad_input(kwargs, error, match):
@@ -189,6 +202,19 @@ def test_check_choice_returns_value():
 def test_check_choice_raises_on_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         check_choice(name="risk", choices=("dr", "r", "tau"), **kwargs)
+
+
+def test_check_choice_refuses_a_string_of_choices():
+    with pytest.raises(TypeError, match="`choices` must be a sequence of allowed values"):
+        check_choice("d", "risk", "dr")
+
+
+def test_check_array_cast_keeps_values_that_fit():
+    out = check_array([1.0, 65504.0], "X", cast=np.float16)
+    assert out.dtype == np.float16
+    assert out.tolist() == [1.0, 65504.0]
+    assert check_array([0, 255], "X", cast=np.uint8).tolist() == [0, 255]
+    assert np.isinf(check_array([1e10], "X", cast=np.float16, finite=False)).all()
 
 
 def test_check_consistent_length_accepts_equal_lengths_and_none():

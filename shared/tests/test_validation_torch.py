@@ -54,8 +54,32 @@ def test_check_tensor_skips_finite_check_for_integers():
             "`q` must be on device cuda, got cpu",
         ),
         ({"t": [1.0]}, TypeError, "`q` must be a torch.Tensor, got list"),
+        (
+            {"t": torch.tensor([[0.0, float("nan")], [0.0, 0.0]]).to_sparse()},
+            ValueError,
+            r"^`q` contains NaN or infinity \(a stored sparse value\)$",
+        ),
     ],
 )
 def test_check_tensor_raises_on_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         check_tensor(name="q", **kwargs)
+
+
+def test_check_tensor_checks_shape_but_not_values_on_the_meta_device():
+    t = torch.empty(2, 3, device="meta")
+    assert check_tensor(t, "q", shape=(2, 3)) is t
+    with pytest.raises(ValueError, match="`q` must be 1-D"):
+        check_tensor(t, "q", ndim=1)
+
+
+def test_check_tensor_accepts_a_finite_sparse_tensor():
+    t = torch.eye(3).to_sparse()
+    assert check_tensor(t, "q", ndim=2) is t
+
+
+def test_check_array_names_a_tensor_that_requires_grad():
+    from icml25_core import check_array
+
+    with pytest.raises(TypeError, match=r"^`X` cannot be converted to a numpy array"):
+        check_array(torch.ones(2, requires_grad=True), "X")

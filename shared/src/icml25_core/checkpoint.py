@@ -42,8 +42,16 @@ class ResultStore:
 
     Raises
     ------
+    TypeError
+        If `path` is not a str or path, or `config` is not a dict.
     ValueError
-        If the file was written with a different ``config`` and `restart` is False.
+        If the file was written with a different ``config`` and `restart` is False, `path` is a
+        folder, or the file is not a ResultStore's.
+
+    Notes
+    -----
+    A last line cut short by a kill is removed when the file is opened, so the next record
+    starts on a line of its own.
 
     Examples
     --------
@@ -56,10 +64,16 @@ class ResultStore:
     """
 
     def __init__(self, path, *, config: dict | None = None, restart: bool = False):
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"`path` must be a str or a path, got {type(path).__name__}")
+        if config is not None and not isinstance(config, dict):
+            raise TypeError(f"`config` must be a dict or None, got {type(config).__name__}")
         self.path = Path(path)
+        if self.path.is_dir():
+            raise ValueError(f"`path` must be a file, got the folder {str(self.path)!r}")
         self.config = json.loads(json.dumps(config or {}, default=_plain))
         self._results: dict[str, Any] = {}
-        stored = self.path.exists() and self.path.stat().st_size > 0
+        stored = self.path.exists() and self._drop_partial_line()
         if stored and restart and self._stored_config() != self.config:
             warnings.warn(
                 f"{self.path}: results of other settings or code; starting over", stacklevel=2
@@ -72,23 +86,47 @@ class ResultStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._append({"config": self.config})
 
+    def _drop_partial_line(self) -> bool:
+        """Check that the file is a store's, then cut a last line left unfinished by a kill so
+        the next record starts on a line of its own; return whether a config line remains."""
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end == 0 and (not data or data.startswith(b'{"config"')):  # killed writing the config
+            os.truncate(self.path, 0)
+            return False
+        self._stored_config()  # a file of something else is refused before anything is cut
+        if end < len(data):
+            os.truncate(self.path, end)
+        return True
+
     def _stored_config(self):
         with self.path.open(encoding="utf-8") as fh:
-            return json.loads(fh.readline()).get("config")
+            first = fh.readline()
+        try:
+            header = json.loads(first)
+        except json.JSONDecodeError:
+            header = None
+        if not isinstance(header, dict) or "config" not in header:
+            raise ValueError(
+                f"`path` {str(self.path)!r} is not a ResultStore file (its first line is not "
+                '{"config": ...}); choose another path'
+            )
+        return header["config"]
 
     def _load(self):
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        header = json.loads(lines[0])
-        if header.get("config") != self.config:
+        stored = self._stored_config()
+        if stored != self.config:
             raise ValueError(
-                f"{self.path} holds results of another configuration ({header.get('config')}); "
+                f"{self.path} holds results of another configuration ({stored}); "
                 "delete it or choose another path to start over"
             )
-        for line in lines[1:]:
+        for line in self.path.read_text(encoding="utf-8").splitlines()[1:]:
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:  # the line being written when the run was killed
+            except json.JSONDecodeError:  # a line cut short by a kill in a file of an older core
                 continue
+            if not isinstance(record, dict) or not {"key", "value"} <= record.keys():
+                raise ValueError(f"`path` {str(self.path)!r}: not a ResultStore record: {line!r}")
             self._results[record["key"]] = record["value"]
 
     def _append(self, record):

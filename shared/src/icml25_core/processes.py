@@ -22,10 +22,14 @@ def end_process(code: int = 0) -> NoReturn:
 
     Raises
     ------
+    TypeError
+        If `code` is not an int.
     ValueError
-        If `code` is not an int in 0-255.
+        If `code` is not in 0-255.
     """
-    if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 255:
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise TypeError(f"`code` must be an int in 0-255, got {type(code).__name__} {code!r}")
+    if not 0 <= code <= 255:
         raise ValueError(f"`code` must be an int in 0-255, got {code!r}")
     sys.stdout.flush()
     sys.stderr.flush()

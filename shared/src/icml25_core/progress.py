@@ -8,6 +8,8 @@ import sys
 import time
 from importlib.util import find_spec
 
+from icml25_core.validation import check_scalar
+
 _PROGRESS_ENV = "ICML25_PROGRESS"
 
 
@@ -96,6 +98,14 @@ def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, l
         ``set_postfix(**values)`` and ``close()``. Without tqdm the fallback prints
         ``desc: k/total unit [elapsed]`` to stderr at most every 2 s and once when closed.
 
+    Raises
+    ------
+    TypeError
+        If `iterable` is not iterable (an int there is usually meant as ``total=``), `total` is
+        not a number, or `desc` / `unit` is not a str.
+    ValueError
+        If `total` is negative or NaN.
+
     Examples
     --------
     >>> for x in progress(range(3), desc="fit", disable=True):
@@ -103,6 +113,14 @@ def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, l
     >>> with progress(total=10, disable=True) as bar:
     ...     bar.update(10)
     """
+    if iterable is not None and not hasattr(iterable, "__iter__"):
+        hint = f"; for a count, pass total={iterable!r}" if isinstance(iterable, int) else ""
+        raise TypeError(f"`iterable` must be iterable, got {type(iterable).__name__}{hint}")
+    if total is not None:
+        check_scalar(total, "total", low=0)
+    for name, value, optional in (("desc", desc, True), ("unit", unit, False)):
+        if not (isinstance(value, str) or (optional and value is None)):
+            raise TypeError(f"`{name}` must be a str, got {type(value).__name__}")
     if disable is None:
         disable = os.environ.get(_PROGRESS_ENV) == "0"
     if find_spec("tqdm") is not None:

@@ -7,6 +7,7 @@ Pass rules (``threshold``) are written before the run and never moved after it.
 
 import argparse
 import json
+import os
 import re
 import sys
 from dataclasses import asdict, dataclass, field
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from icml25_core.validation import check_scalar
 
 _LIBRARY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -50,7 +53,7 @@ class Claim:
     Raises
     ------
     ValueError
-        If `verdict` is not a :class:`Verdict` value.
+        If `verdict` is not a :class:`Verdict` or the text of one.
     """
 
     claim: str
@@ -61,7 +64,13 @@ class Claim:
     note: str = ""
 
     def __post_init__(self):
-        self.verdict = Verdict(self.verdict)
+        try:
+            self.verdict = Verdict(self.verdict)
+        except ValueError:
+            listed = ", ".join(repr(v.value) for v in Verdict)
+            raise ValueError(
+                f"`verdict` must be a Verdict or one of {listed}; got {self.verdict!r}"
+            ) from None
 
     @classmethod
     def judge(
@@ -154,8 +163,12 @@ class Report:
 
     Raises
     ------
+    TypeError
+        If `library` or `title` is not a str, `claims` is not a list of :class:`Claim`,
+        `setup` or `tables` is not a dict, or `runtime_s` is not a number.
     ValueError
-        If `library` is not a plain file name (letters, digits, ``.``, ``_``, ``-``).
+        If `library` is not a plain file name (letters, digits, ``.``, ``_``, ``-``), or
+        `runtime_s` is negative or NaN.
     """
 
     library: str
@@ -169,10 +182,31 @@ class Report:
     created: str = field(default_factory=_now)
 
     def __post_init__(self):
+        for name in ("library", "title"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"`{name}` must be a str, got {type(getattr(self, name)).__name__}")
         if not _LIBRARY_NAME.fullmatch(self.library):
             raise ValueError(
                 f"`library` must be a distribution name such as 'quest-qat', got {self.library!r}"
             )
+        for name in ("setup", "tables"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(
+                    f"`{name}` must be a dict, got {type(getattr(self, name)).__name__}"
+                )
+        if self.runtime_s is not None:
+            check_scalar(self.runtime_s, "runtime_s", low=0)
+        self._check_claims()
+
+    def _check_claims(self) -> None:
+        """Claims may be appended after construction, so this runs again before rendering."""
+        if not isinstance(self.claims, list):
+            raise TypeError(f"`claims` must be a list of Claim, got {type(self.claims).__name__}")
+        for number, claim in enumerate(self.claims):
+            if not isinstance(claim, Claim):
+                raise TypeError(
+                    f"`claims` must be a list of Claim, got {type(claim).__name__} at {number}"
+                )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the report as plain JSON types (verdicts as their text, numpy values as lists).
@@ -180,8 +214,9 @@ class Report:
         Raises
         ------
         TypeError
-            If `setup` holds a value JSON cannot represent.
+            If `setup` holds a value JSON cannot represent, or `claims` holds a non-Claim.
         """
+        self._check_claims()
         return json.loads(json.dumps(asdict(self), default=_json_default))
 
     @classmethod
@@ -203,7 +238,14 @@ class Report:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
     def to_markdown(self) -> str:
-        """Render the report: setup, claims table, extra tables, figures, notes, runtime."""
+        """Render the report: setup, claims table, extra tables, figures, notes, runtime.
+
+        Raises
+        ------
+        TypeError
+            If `claims` holds a non-Claim (e.g. one appended after construction).
+        """
+        self._check_claims()
         parts = [f"# {self.title}", f"Library: `{self.library}`. Created: {self.created}."]
         if self.setup:
             items = [
@@ -236,8 +278,19 @@ class Report:
         -------
         tuple of pathlib.Path
             The markdown path and the JSON path.
+
+        Raises
+        ------
+        TypeError
+            If `directory` is not a str or path, or `claims` holds a non-Claim.
+        ValueError
+            If `directory` is an existing file.
         """
+        if not isinstance(directory, str | os.PathLike):
+            raise TypeError(f"`directory` must be a str or a path, got {type(directory).__name__}")
         directory = Path(directory)
+        if directory.exists() and not directory.is_dir():
+            raise ValueError(f"`directory` must be a folder, got the file {str(directory)!r}")
         directory.mkdir(parents=True, exist_ok=True)
         md_path = directory / f"{self.library}.md"
         json_path = directory / f"{self.library}.json"
@@ -270,15 +323,29 @@ def summary_table(reports) -> str:
     Parameters
     ----------
     reports : iterable of Report
+        E.g. ``load_reports("reports")``.
 
     Returns
     -------
     str
         Columns Library | Claim | Paper | Measured | Verdict, then a line such as
         "5 claims: 3 reproduced, 1 partially, 1 not reproduced".
+
+    Raises
+    ------
+    TypeError
+        If `reports` is a str or path (pass ``load_reports(directory)``), not iterable, or holds
+        something other than a :class:`Report`.
     """
+    if isinstance(reports, str | os.PathLike) or not hasattr(reports, "__iter__"):
+        raise TypeError(
+            f"`reports` must be an iterable of Report (e.g. load_reports(directory)), "
+            f"got {type(reports).__name__}"
+        )
     rows, counts = [], dict.fromkeys(Verdict, 0)
     for report in reports:
+        if not isinstance(report, Report):
+            raise TypeError(f"`reports` must hold Report objects, got {type(report).__name__}")
         for c in report.claims:
             rows.append([report.library, c.claim, c.paper_value, c.measured_value, c.verdict.value])
             counts[c.verdict] += 1

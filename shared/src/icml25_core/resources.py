@@ -21,6 +21,10 @@ def data_path(package: str, *parts: str) -> Path:
 
     Raises
     ------
+    TypeError
+        If `package` or a part is not a str.
+    ValueError
+        If a part is absolute or ``..`` (the path would leave the package).
     FileNotFoundError
         If `package` is not installed, or the path does not exist in it (or the package is
         not on the file system, e.g. imported from a zip archive).
@@ -30,6 +34,13 @@ def data_path(package: str, *parts: str) -> Path:
     >>> data_path("icml25_core", "py.typed").name
     'py.typed'
     """
+    if not isinstance(package, str):
+        raise TypeError(f"`package` must be an import name (str), got {type(package).__name__}")
+    for part in parts:
+        if not isinstance(part, str):
+            raise TypeError(f"`parts` must be str, got {type(part).__name__}")
+        if Path(part).is_absolute() or ".." in Path(part).parts:
+            raise ValueError(f"`parts` must stay inside the package, got {part!r}")
     try:
         root = files(package)
     except ModuleNotFoundError:

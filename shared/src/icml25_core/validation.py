@@ -105,7 +105,9 @@ default="numeric"
     allow_empty : bool, default=False
         Accept arrays with no elements.
     cast : numpy dtype, optional
-        Convert the checked array to this dtype (no copy when it already has it).
+        Convert the checked array to this dtype (no copy when it already has it). The dtype
+        check applies to the input, before the conversion. When `finite` is True, values the
+        new dtype cannot hold (1e10 in float16, 300 in uint8) raise instead of overflowing.
 
     Returns
     -------
@@ -115,20 +117,23 @@ default="numeric"
     Raises
     ------
     TypeError
-        If `x` cannot be converted, an object array cannot be read as numbers, or the dtype does
-        not match `dtype`.
+        If `x` is None or cannot be converted (e.g. a tensor that requires grad), an object
+        array cannot be read as numbers, or the dtype does not match `dtype`.
     ValueError
         If the number of dimensions or shape does not match, the array is empty and
-        `allow_empty` is False, or it holds NaN or infinity and `finite` is True.
+        `allow_empty` is False, or it holds NaN or infinity (or overflows `cast`) and `finite`
+        is True.
 
     Examples
     --------
     >>> check_array([[1.0, 2.0, 3.0]], "X", shape=(None, 3)).shape
     (1, 3)
     """
+    if x is None:
+        raise TypeError(f"`{name}` must be array-like, got None")
     try:
         arr = np.asarray(x)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: a tensor needing grad
         raise TypeError(f"`{name}` cannot be converted to a numpy array: {error}") from None
     if isinstance(dtype, str) and dtype in _DTYPE_KINDS:
         if arr.dtype.kind == "O" and dtype in ("numeric", "floating"):
@@ -152,7 +157,28 @@ default="numeric"
         bad = ~np.isfinite(arr)
         if bad.any():
             raise _nonfinite_error(name, np.argwhere(bad)[0])
-    return arr if cast is None else arr.astype(cast, copy=False)
+    return arr if cast is None else _cast(arr, name, cast, finite)
+
+
+def _cast(arr: np.ndarray, name: str, cast, finite: bool) -> np.ndarray:
+    """``arr.astype(cast)``, refusing values the target dtype cannot hold when `finite`."""
+    target = np.dtype(cast)
+    if not finite or np.can_cast(arr.dtype, target, "safe"):  # a safe cast cannot overflow
+        with np.errstate(over="ignore", invalid="ignore"):  # finite=False: inf is accepted
+            return arr.astype(target, copy=False)
+    if arr.size and target.kind in "iu" and arr.dtype.kind in "biuf":
+        info = np.iinfo(target)
+        low, high = arr.min(), arr.max()
+        if low < info.min or high > info.max:
+            raise ValueError(
+                f"`{name}` does not fit in {target}: values span [{low}, {high}], "
+                f"{target} holds [{info.min}, {info.max}]"
+            )
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(target, copy=False)
+    if target.kind in "fc" and out.size and not np.isfinite(out).all():
+        raise ValueError(f"`{name}` overflows {target} (a value is out of its range)")
+    return out
 
 
 def check_scalar(value, name: str, *, kind=numbers.Real, low=None, high=None, inclusive="both"):
@@ -196,7 +222,9 @@ def check_scalar(value, name: str, *, kind=numbers.Real, low=None, high=None, in
     is_bool = isinstance(value, bool | np.bool_)
     if (is_bool and bool not in requested) or not isinstance(value, kinds):
         raise TypeError(f"`{name}` must be {_kind_names(kinds)}, got {type(value).__name__}")
-    if isinstance(value, numbers.Real) and math.isnan(value):
+    # Integral values are never NaN, and math.isnan fails on ints beyond float's range.
+    real = isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
+    if real and math.isnan(value):
         raise ValueError(f"`{name}` must not be NaN")
     if low is None and high is None:
         return value
@@ -234,6 +262,8 @@ def check_choice(value, name: str, choices):
 
     Raises
     ------
+    TypeError
+        If `choices` is a str (its substrings would pass).
     ValueError
         If `value` is not in `choices`.
 
@@ -242,6 +272,8 @@ def check_choice(value, name: str, choices):
     >>> check_choice("dr", "risk", ("dr", "r", "tau"))
     'dr'
     """
+    if isinstance(choices, str):
+        raise TypeError(f"`choices` must be a sequence of allowed values, not the str {choices!r}")
     if value not in choices:
         listed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"`{name}` must be one of {listed}; got {value!r}")
@@ -307,7 +339,8 @@ def check_tensor(
     dtype : torch.dtype or tuple of torch.dtype, optional
         Allowed dtypes.
     finite : bool, default=True
-        Reject NaN and infinity (checked for floating and complex tensors only).
+        Reject NaN and infinity (checked for floating and complex tensors only; not on the
+        ``meta`` device, which holds no values; the stored values of sparse tensors).
     allow_empty : bool, default=False
         Accept tensors with no elements.
     device : str or torch.device, optional
@@ -345,7 +378,12 @@ def check_tensor(
         want = torch.device(device)
         if t.device.type != want.type or (want.index is not None and t.device != want):
             raise ValueError(f"`{name}` must be on device {want}, got {t.device}")
-    if finite and (t.is_floating_point() or t.is_complex()):
+    if finite and (t.is_floating_point() or t.is_complex()) and t.device.type != "meta":
+        if t.layout != torch.strided:  # sparse: check the stored values
+            values = t.coalesce().values() if t.layout == torch.sparse_coo else t.values()
+            if not torch.isfinite(values).all():
+                raise ValueError(f"`{name}` contains NaN or infinity (a stored sparse value)")
+            return t
         bad = ~torch.isfinite(t)
         if bad.any():
             raise _nonfinite_error(name, bad.nonzero()[0].tolist())
