@@ -3,7 +3,9 @@
 The layout follows ARCHITECTURE.md and the exemplar ``packages/permucate``: a hatchling
 pyproject with its ``[tool.icml25]`` card, the README card's sections, a changelog, the package
 with its console script and a ``reproduce`` stub that says it is not written yet, a test of the
-console script and a benchmark results template. The file templates are in
+console script and a benchmark results template. A library new to the catalogue gets its
+``[[library]]`` entry there, and the root README's table is refreshed, so ``nox -s lint`` passes
+on the scaffold as it is. The file templates are in
 ``tools/templates/library/`` (``string.Template``: ``$dist``, ``$import_name``, ``$paper``, ...).
 
 Usage::
@@ -20,11 +22,13 @@ import textwrap
 from pathlib import Path
 from string import Template
 
+import readme_table
 from _catalogue import (
     ARXIV_ID,
     CATALOGUE,
     CORE_DIST,
     DIST_NAME,
+    FIELDS,
     REPO_ROOT,
     CatalogueError,
     Library,
@@ -228,6 +232,31 @@ def scaffold(library: Library, root: Path = REPO_ROOT) -> list[Path]:
     return created
 
 
+def add_to_catalogue(library: Library, root: Path = REPO_ROOT) -> None:
+    """Append `library`'s ``[[library]]`` entry to the catalogue (for a name not in it yet)."""
+    path = Path(root) / CATALOGUE
+    text = path.read_text(encoding="utf-8").rstrip("\n")
+    lines = ["[[library]]", *(f"{key} = {_toml(getattr(library, key))}" for key in FIELDS)]
+    entry = "\n".join(lines) + "\n"
+    path.write_text(f"{text}\n\n{entry}" if text else entry, encoding="utf-8")
+
+
+def refresh_readme_table(root: Path = REPO_ROOT) -> str:
+    """Rewrite the root README's table of libraries; return what was done, for the user."""
+    readme = Path(root) / "README.md"
+    if not readme.is_file():
+        return f"no {readme.name} at {root}: table not written"
+    text = readme.read_text(encoding="utf-8")
+    try:
+        new_table = readme_table.table(root)
+        if readme_table.is_current(text, new_table):
+            return "README.md's table of libraries is up to date"
+        readme.write_text(readme_table.replace_table(text, new_table), encoding="utf-8")
+    except (CatalogueError, ValueError) as error:
+        return f"README.md's table not updated: {error}"
+    return "updated README.md's table of libraries (it lists the new library as 'in progress')"
+
+
 def next_steps(library: Library, in_catalogue: bool) -> str:
     dist, name = library.dist, library.import_name
     steps = [
@@ -242,10 +271,13 @@ def next_steps(library: Library, in_catalogue: bool) -> str:
         f"nox -s reproduce -- {dist}",
         "nox -s lint   (ruff, tools/check_imports.py, tools/readme_table.py --check)",
         f"nox -s build -- {dist}",
-        "python tools/readme_table.py --write   (the root README lists it as 'in progress')",
+        "After editing the card ([tool.icml25]: usage, status): "
+        "python tools/readme_table.py --write",
     ]
     if not in_catalogue:
-        steps.insert(0, f"Add a [[library]] entry for {dist!r} to {CATALOGUE}.")
+        steps.insert(
+            0, f"Complete {dist!r}'s entry in {CATALOGUE} (authors, arxiv, field) and the card."
+        )
     return "\n".join(f"  {number}. {step}" for number, step in enumerate(steps, start=1))
 
 
@@ -273,9 +305,15 @@ def main(argv=None, root: Path = REPO_ROOT) -> int:
     except ScaffoldError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    if not known:  # every file is written before anything is printed
+        add_to_catalogue(library, root)
+    table_news = refresh_readme_table(root)
     print(f"created packages/{library.dist}/ for {library.paper!r}:")
     for path in created:
         print(f"  {path.relative_to(root).as_posix()}")
+    if not known:
+        print(f"added a [[library]] entry for {library.dist!r} to {CATALOGUE}")
+    print(table_news)
     if known and any(v is not None for v in (args.paper, args.arxiv, args.authors, args.field)):
         print(f"note: update {CATALOGUE} to match the values given on the command line")
     print("next steps:")

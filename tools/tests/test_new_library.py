@@ -9,6 +9,7 @@ import tomllib
 import check_imports
 import new_library
 import pytest
+import readme_table
 from _catalogue import REPO_ROOT, Library, load_catalogue
 
 CARD_SECTIONS = [
@@ -50,6 +51,8 @@ def repo(tmp_path):
         '[project]\nname = "icml25-core"\ndependencies = ["numpy>=1.26"]\n'
     )
     (core / "src/icml25_core/__init__.py").write_text(CORE_STUB)
+    cli = "src/icml25_core/cli.py"  # the real one: the scaffold's console script builds on it
+    shutil.copy(REPO_ROOT / "shared" / cli, core / cli)
     return tmp_path
 
 
@@ -185,10 +188,30 @@ def test_name_outside_the_catalogue_needs_a_paper(repo, capsys):
     assert not (repo / "packages/my-method").exists()
     argv = ["my-method", "--paper", "My Method", "--arxiv", "2501.00001", "--authors", "Doe"]
     assert new_library.main(argv, root=repo) == 0
-    assert "Add a [[library]] entry for 'my-method'" in capsys.readouterr().out
+    assert "added a [[library]] entry for 'my-method'" in capsys.readouterr().out
     card = tomllib.loads((repo / "packages/my-method/pyproject.toml").read_text())["tool"]
     assert card["icml25"]["paper"] == "My Method"
     assert card["icml25"]["arxiv"] == "2501.00001"
+    entry = {library.dist: library for library in load_catalogue(repo)}["my-method"]
+    assert entry == Library("my-method", "My Method", "Doe", "2501.00001", "TODO: field")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["wmarkgpt"], ["my-method", "--paper", 'A "quoted" \\ title', "--field", "demo"]],
+    ids=["catalogued", "new-to-the-catalogue"],
+)
+def test_scaffold_passes_the_readme_table_check_at_once(repo, capsys, argv):
+    # the lint session's last check; a README with the markers and the table before the scaffold
+    (repo / "README.md").write_text(
+        f"# icml25\n\n{readme_table.START}\n{readme_table.table(repo)}\n{readme_table.END}\n"
+    )
+    assert new_library.main(argv, root=repo) == 0
+    assert "updated README.md's table of libraries" in capsys.readouterr().out
+    assert readme_table.main(["--check"], root=repo) == 0
+    row = next(line for line in (repo / "README.md").read_text().splitlines() if argv[0] in line)
+    assert f"[{argv[0]}](packages/{argv[0]}/)" in row
+    assert "| in progress |" in row
 
 
 def test_bad_arxiv_id_is_refused(repo, capsys):

@@ -189,8 +189,31 @@ def test_catalogue_rejects_duplicates_and_missing_keys(repo):
         load_catalogue(repo)
 
 
-def test_real_catalogue_lists_the_19_libraries():
+# The 19 ICML 2025 papers the project set out with; a contributor may add more (CONTRIBUTING).
+PLANNED = {
+    "quest-qat",
+    "comemo-lvlm",
+    "causal-pbrs",
+    "ranknovo",
+    "fedswa",
+    "leaps-ctmc",
+    "fsl-sage",
+    "recap-datacomp",
+    "permucate",
+    "wmarkgpt",
+    "phonepure",
+    "monoattn-transducer",
+    "laion-c",
+    "unimc",
+    "finola",
+    "janus-secagg",
+    "riskaverse-np",
+    "fpt-snn",
+    "reframe-cache",
+}
+
+
+def test_real_catalogue_keeps_the_19_planned_libraries():
     libraries = load_catalogue(REPO_ROOT)
-    assert len(libraries) == 19
-    assert "permucate" in {library.dist for library in libraries}
+    assert {library.dist for library in libraries} >= PLANNED
     assert all(library.import_name.isidentifier() for library in libraries)
