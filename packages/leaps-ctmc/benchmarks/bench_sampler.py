@@ -3,8 +3,8 @@
 1. Seconds per sampler step at B = 1000 walkers on the 15 x 15 Ising torus with the official LEC
    (kernels 3, 5, 7, 9, 15; 20 channels), one net pass per step.
 2. ESS per wall-second of the trained sampler of `leaps-ctmc reproduce` (its checkpoint in
-   reports/leaps-ctmc-run/*/ising/) against AIS with vectorised checkerboard Metropolis sweeps,
-   at the same 50 steps. Skipped with a message when the checkpoint is missing.
+   reports/.checkpoints/leaps-ctmc/*/ising/) against AIS with vectorised checkerboard Metropolis
+   sweeps, at the same 50 steps. Skipped with a message when the checkpoint is missing.
 
 Usage: python bench_sampler.py [--walkers 1000] [--steps 3] [--reports reports]
 """
@@ -33,7 +33,9 @@ def main():
     per_step = (time.perf_counter() - start) / args.steps
     print(f"15x15 LEC (3,5,7,9,15) x 20: {per_step:.2f} s/step at B={args.walkers}")
 
-    found = sorted((Path(args.reports) / "leaps-ctmc-run").glob("*/ising/trainer-rank0.pt"))
+    found = sorted(
+        (Path(args.reports) / ".checkpoints" / "leaps-ctmc").glob("*/ising/trainer-rank0.pt")
+    )
     ckpt = found[-1] if found else None
     if ckpt is None:
         print(f"no trained checkpoint under {args.reports}: run `leaps-ctmc reproduce` first")

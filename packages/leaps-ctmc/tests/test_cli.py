@@ -115,6 +115,6 @@ def test_reproduce_writes_report_with_three_judged_claims(tmp_path, monkeypatch)
     assert len(report["claims"]) == 3
     assert all(c["threshold"] for c in report["claims"])
     assert (tmp_path / "leaps-ctmc.md").exists()
-    assert (tmp_path / "leaps-ctmc-magnetisation.png").exists()
+    assert (tmp_path / "leaps-ctmc_magnetisation.png").exists()
     # a second run resumes from the stored results and checkpoints
     assert main(["reproduce", "--out", str(tmp_path)]) == 0

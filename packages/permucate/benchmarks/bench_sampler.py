@@ -13,6 +13,8 @@ import numpy as np
 from permucate import LinearGaussianSampler
 from sklearn.linear_model import Ridge, RidgeCV
 
+from icml25_core import progress
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,9 +29,9 @@ def main(argv=None):
     def ours():
         return LinearGaussianSampler(alpha=1.0).fit(X).residuals(X)
 
-    def per_feature(model):
+    def per_feature(model, desc):
         out = np.empty_like(X)
-        for j in range(args.d):
+        for j in progress(range(args.d), desc=desc, unit="feature"):
             rest = np.delete(X, j, axis=1)
             out[:, j] = X[:, j] - model().fit(rest, X[:, j]).predict(rest)
         return out
@@ -43,8 +45,8 @@ def main(argv=None):
         return best, result
 
     t_ours, r_ours = timed(ours)
-    t_cv, _ = timed(lambda: per_feature(lambda: RidgeCV(alphas=np.logspace(-3, 3, 10))))
-    t_ridge, r_ridge = timed(lambda: per_feature(lambda: Ridge(alpha=1.0)))
+    t_cv, _ = timed(lambda: per_feature(lambda: RidgeCV(alphas=np.logspace(-3, 3, 10)), "RidgeCV"))
+    t_ridge, r_ridge = timed(lambda: per_feature(lambda: Ridge(alpha=1.0), "Ridge"))
     print(f"# bench_sampler — n={args.n}, d={args.d}; {platform.machine()}, "
           f"Python {platform.python_version()}")  # fmt: skip
     print("| method | time (s) | ratio to ours |")

@@ -31,7 +31,7 @@ def test_reproduce_writes_report_and_resumes(tmp_path, monkeypatch):
     first = json.loads((out / "quest-qat.json").read_text())
     assert len(first["claims"]) == 7
     assert all(c["verdict"] for c in first["claims"])
-    stored = (out / "quest-qat-runs" / "runs.jsonl").read_text().splitlines()
+    stored = (out / ".checkpoints" / "quest-qat" / "runs.jsonl").read_text().splitlines()
     assert len(stored) == 1 + 5  # config line + five runs
 
     def no_training(*args, **kwargs):

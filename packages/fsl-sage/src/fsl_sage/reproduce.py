@@ -1,7 +1,7 @@
 """Reproduce the headline claim of FSL-SAGE, small, on real Fashion-MNIST.
 
 Run by ``fsl-sage reproduce [--out reports] [--full]`` or ``nox -s reproduce -- fsl-sage``; both
-write ``reports/fsl-sage.md``, its JSON twin and ``fsl-sage-accuracy-vs-bytes.png``.
+write ``reports/fsl-sage.md``, its JSON twin and ``fsl-sage_accuracy-vs-bytes.png``.
 
 Setup (spec Sec. 4): Debian ``dataset-fashion-mnist``, 5 clients x 1200 training images, Dir(1)
 equal split, 2000 test images, ``simple_conv_split(widths=(16, 32))``, batch 64, one local epoch,
@@ -121,7 +121,7 @@ def _figure(histories, out: Path, cfg) -> str:
     )
     ax.legend()
     fig.tight_layout()
-    name = "fsl-sage-accuracy-vs-bytes.png"
+    name = "fsl-sage_accuracy-vs-bytes.png"
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / name, dpi=120)
     plt.close(fig)

@@ -9,8 +9,9 @@ evaluations. Exact log Z from Kaufman's formula. Reported without a verdict: Pot
 against the transfer matrix, and the <|M|> histogram against enumeration at L = 4.
 
 Pass rules are fixed below, before any run, and never moved after one (DECISIONS.md 3).
-Training checkpoints and every evaluation are stored under ``<out>/leaps-ctmc-run/<hash of the
-settings>/``, so an interrupted run resumes where it stopped.
+Training checkpoints and every evaluation are stored under
+``<out>/.checkpoints/leaps-ctmc/<hash of the settings>/``, so an interrupted run resumes where it
+stopped.
 """
 
 import hashlib
@@ -130,7 +131,7 @@ def _magnetisation_histogram(ising_net, s: Settings, folder: Path):
         ax.set_ylabel("probability")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        figure = "leaps-ctmc-magnetisation.png"
+        figure = "leaps-ctmc_magnetisation.png"
         fig.savefig(folder / figure, dpi=120)
         plt.close(fig)
     mean_exact = float((p_exact * levels).sum())
@@ -146,7 +147,7 @@ def run(full: bool = False, out="reports") -> Report:
     full : bool, default=False
         Run at the paper's scale (15 x 15, official defaults; needs a GPU and hours).
     out : str or Path, default="reports"
-        Report folder; checkpoints go to ``<out>/leaps-ctmc-run/<settings hash>/``.
+        Report folder; checkpoints go to ``<out>/.checkpoints/leaps-ctmc/<settings hash>/``.
 
     Returns
     -------
@@ -158,7 +159,8 @@ def run(full: bool = False, out="reports") -> Report:
     folder = Path(out)
     config = {**asdict(s), "version": __version__}
     digest = hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
-    work = folder / "leaps-ctmc-run" / digest  # checkpoints of another setting are never reused
+    # checkpoints of another setting are never reused
+    work = folder / ".checkpoints" / "leaps-ctmc" / digest
     store = ResultStore(work / "results.jsonl", config=config)
     path = IsingPath(s.L, BETA)
     exact_ratio = exact.ising_logz_kaufman(s.L, s.L, BETA) - path.log_z0

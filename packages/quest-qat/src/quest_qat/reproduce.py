@@ -8,7 +8,7 @@ Hadamard's effect on real activations, the scaling-law refit and the Gaussian gr
 
 Run by ``quest-qat reproduce [--out reports] [--full] [--data PATH]`` or
 ``nox -s reproduce -- quest-qat``; writes ``<out>/quest-qat.{md,json}`` and a loss-curve figure.
-Finished runs are kept in ``<out>/quest-qat-runs/`` and reused when the job is restarted.
+Finished runs are kept in ``<out>/.checkpoints/quest-qat/`` and reused when the job is restarted.
 """
 
 import copy
@@ -140,7 +140,7 @@ def run(full: bool = False, data=None, out="reports") -> Report:
     data : str or Path, optional
         Any text file instead of the Debian fortunes corpus.
     out : str or Path, default="reports"
-        Where finished runs are stored for resuming (``<out>/quest-qat-runs/``).
+        Where finished runs are stored for resuming (``<out>/.checkpoints/quest-qat/``).
 
     Returns
     -------
@@ -165,7 +165,7 @@ def run(full: bool = False, data=None, out="reports") -> Report:
     p = counts / counts.sum()
     vcounts = np.bincount(val_data, minlength=256)
     unigram = float(-(vcounts * np.log(np.where(p > 0, p, 1e-12))).sum() / vcounts.sum())
-    store_dir = Path(out) / "quest-qat-runs"
+    store_dir = Path(out) / ".checkpoints" / "quest-qat"
     store = ResultStore(
         store_dir / "runs.jsonl",
         config={**cfg, "full": full, "bytes": len(text), "version": __version__},
