@@ -262,9 +262,13 @@ def reproduce(session: nox.Session) -> None:
     if venv is None:
         session.error("no finished library to reproduce")
     report_timings(session, "reproduce time per library", timings)
-    session.run(_bin(venv, "python"), "-m", "icml25_core", str(REPORTS), external=True)
-    if failed:
-        session.error(f"reproduce failed for: {', '.join(failed)} (their reports are not fresh)")
+    try:
+        session.run(_bin(venv, "python"), "-m", "icml25_core", str(REPORTS), external=True)
+    finally:  # a failed library is named even when the summary fails too (no reports at all)
+        if failed:
+            session.error(
+                f"reproduce failed for: {', '.join(failed)} (their reports are not fresh)"
+            )
 
 
 @nox.session
