@@ -206,7 +206,7 @@ def tests(session: nox.Session) -> None:
         if dist == CORE:
             venv = core_venv(session, "tests")
         elif dist == "tools":
-            venv = dev_tools(session, "pytest", "ruff")
+            venv = dev_tools(session, "pytest", "ruff", "nox")
         else:
             ensure_debian(session, card(folder).get("debian", []))
             venv = library_venv(session, "tests", dist, folder, ["test"])
@@ -274,7 +274,7 @@ def reproduce(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff, the import-declaration check and the README table check."""
-    venv = dev_tools(session, "pytest", "ruff")
+    venv = dev_tools(session, "pytest", "ruff", "nox")
     session.run(_bin(venv, "ruff"), "check", str(ROOT), external=True)
     session.run(_bin(venv, "ruff"), "format", "--check", str(ROOT), external=True)
     session.run(_bin(venv, "python"), str(ROOT / "tools" / "check_imports.py"), external=True)
