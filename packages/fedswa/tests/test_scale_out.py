@@ -7,18 +7,17 @@ that group's id, SIGTERM then SIGKILL, with bounded time-outs (DECISIONS.md 6): 
 
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
 from fedswa import get_algorithm, run_federated
 from fedswa.flower.app import model_for, partition_data
+
+from icml25_core import free_port, process_group
 
 BIN = Path(sys.executable).parent
 APP = Path(__file__).resolve().parents[1] / "examples" / "flower-app"
@@ -32,34 +31,6 @@ def _env(tmp_path):
         "OMP_NUM_THREADS": "1",
         "RAY_DEDUP_LOGS": "0",
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def _group(cmd, env, log_path):
-    """Start `cmd` in its own process group; on exit end the whole group."""
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            yield proc
-        finally:
-            for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(timeout=wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
 
 
 def _tail(path, n=3000):
@@ -78,7 +49,7 @@ def test_ray_simulation_equals_run_federated(tmp_path):
         f"torch.save(simulate({settings!r}, num_supernodes=2), {str(out)!r})\n"
     )
     log = tmp_path / "simulation.log"
-    with _group([sys.executable, "-c", code], _env(tmp_path), log) as proc:
+    with process_group([sys.executable, "-c", code], env=_env(tmp_path), log=log) as proc:
         proc.wait(timeout=400)
     assert proc.returncode == 0, _tail(log)
     result = torch.load(out, weights_only=False)
@@ -110,7 +81,7 @@ def _listening(port):
 @pytest.mark.slow
 def test_loopback_deployment_two_supernodes_on_digits(tmp_path):
     env = _env(tmp_path)
-    link_port = _free_port()
+    link_port = free_port()
     home = Path(env["FLWR_HOME"])
     home.mkdir()
     (home / "config.toml").write_text(
@@ -122,7 +93,7 @@ def test_loopback_deployment_two_supernodes_on_digits(tmp_path):
         str(BIN / "flower-superlink"), "--insecure", "--disable-runtime-dependency-installation",
         "--host", "127.0.0.1", "--port", str(link_port),
     ]  # fmt: skip
-    with _group(link_cmd, env, tmp_path / "superlink.log"):
+    with process_group(link_cmd, env=env, log=tmp_path / "superlink.log"):
         _wait_for(lambda: _listening(link_port), 60, "the SuperLink")
         node_cmds = [
             [
@@ -131,21 +102,21 @@ def test_loopback_deployment_two_supernodes_on_digits(tmp_path):
                 "--superlink",
                 f"127.0.0.1:{link_port}",
                 "--port",
-                str(_free_port()),
+                str(free_port()),
                 "--node-config",
                 f"partition-id={i} num-partitions=2",
             ]
             for i in range(2)
         ]
         with (
-            _group(node_cmds[0], env, tmp_path / "supernode0.log"),
-            _group(node_cmds[1], env, tmp_path / "supernode1.log"),
+            process_group(node_cmds[0], env=env, log=tmp_path / "supernode0.log"),
+            process_group(node_cmds[1], env=env, log=tmp_path / "supernode1.log"),
         ):
             run_cmd = [
                 str(BIN / "flwr"), "run", str(APP), "loop", "--stream", "--run-config",
                 f"num-rounds=2 local-steps=50 eta0=0.1 result-path='{result_path}'",
             ]  # fmt: skip
-            with _group(run_cmd, env, tmp_path / "run.log") as run:
+            with process_group(run_cmd, env=env, log=tmp_path / "run.log") as run:
                 run.wait(timeout=400)
             _wait_for(result_path.exists, 60, "the ServerApp's result")
     assert run.returncode == 0, _tail(tmp_path / "run.log")

@@ -1,11 +1,8 @@
 """Spec test 11: the ClientApp equals ``Client.local_round`` bitwise (no Ray), and the Ray
 simulation engine (2 SuperNodes x 2 rounds) equals the "round" schedule (slow; runs in CI)."""
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 
@@ -16,6 +13,8 @@ from fsl_sage import Client, Simulation
 from fsl_sage.flower import FlowerConfig, build_split, load_partition
 from fsl_sage.flower.client_app import make_client_app
 from fsl_sage.flower.records import batches_from_record, state_from_record, state_to_record
+
+from icml25_core import process_group
 
 CFG = FlowerConfig(
     dataset="digits", num_clients=2, per_client=120, widths="4,8", rounds=2, batch_size=16,
@@ -131,12 +130,8 @@ def test_ray_simulation_equals_round_schedule(tmp_path):
     cfg = {k: getattr(CFG, k) for k in CFG.__dataclass_fields__}
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RAY_DEDUP_LOGS": "0"}
     cmd = [sys.executable, "-m", "fsl_sage.flower.simulation", json.dumps(cfg), str(out)]
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)  # own process group
-    try:
+    with process_group(cmd, env=env) as proc:  # ends Ray's raylet and workers too, never by name
         assert proc.wait(timeout=420) == 0
-    finally:  # end the whole group (Ray's raylet and workers included), never by name
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
     result = torch.load(out, weights_only=False)
     sim = _round_schedule()
     for key, value in sim.clients[0].model.state_dict().items():

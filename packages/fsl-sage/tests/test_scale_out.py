@@ -5,17 +5,16 @@ group's id (SIGTERM, then SIGKILL), with bounded time-outs (DECISIONS 6)."""
 
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from fsl_sage import Simulation
 from fsl_sage.flower import FlowerConfig, build_split, load_partition, load_test
+
+from icml25_core import free_port, process_group
 
 BIN = Path(sys.executable).parent
 APP = Path(__file__).resolve().parents[1] / "examples" / "flower-app"
@@ -24,12 +23,6 @@ RUN = {
     "batch-size": 16, "q": 2, "l": 1, "buffer-size": 60, "align-epochs": 3,
     "align-batch-size": 30, "num-test": 300,
 }  # fmt: skip
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _listening(port: int) -> bool:
@@ -46,28 +39,6 @@ def _wait(predicate, timeout: float, what: str) -> None:
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-@contextmanager
-def _group(cmd, env, log_path):
-    """Run ``cmd`` in its own process group; end the whole group on exit."""
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            yield proc
-        finally:
-            for sig, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(timeout=grace)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-
-
 def _value(v):
     return f"'{v}'" if isinstance(v, str) else str(v)
 
@@ -80,7 +51,7 @@ def test_loopback_deployment_equals_round_schedule(tmp_path):
         "FLWR_HOME": str(tmp_path / "flwr-home"),
         "OMP_NUM_THREADS": "1",
     }
-    link = _port()
+    link = free_port()
     home = Path(env["FLWR_HOME"])
     home.mkdir()
     (home / "config.toml").write_text(
@@ -93,7 +64,7 @@ def test_loopback_deployment_equals_round_schedule(tmp_path):
         str(BIN / "flower-superlink"), "--insecure", "--disable-runtime-dependency-installation",
         "--host", "127.0.0.1", "--port", str(link),
     ]  # fmt: skip
-    with _group(link_cmd, env, tmp_path / "superlink.log"):
+    with process_group(link_cmd, env=env, log=tmp_path / "superlink.log"):
         _wait(lambda: _listening(link), 60, "the SuperLink")
         nodes = [
             [
@@ -102,18 +73,18 @@ def test_loopback_deployment_equals_round_schedule(tmp_path):
                 "--superlink",
                 f"127.0.0.1:{link}",
                 "--port",
-                str(_port()),
+                str(free_port()),
                 "--node-config",
                 f"partition-id={i} num-partitions=2",
             ]
             for i in range(2)
         ]
         with (
-            _group(nodes[0], env, tmp_path / "supernode0.log"),
-            _group(nodes[1], env, tmp_path / "supernode1.log"),
+            process_group(nodes[0], env=env, log=tmp_path / "supernode0.log"),
+            process_group(nodes[1], env=env, log=tmp_path / "supernode1.log"),
         ):
             cmd = [str(BIN / "flwr"), "run", str(APP), "loop", "--stream", "--run-config", config]
-            with _group(cmd, env, tmp_path / "run.log") as run:
+            with process_group(cmd, env=env, log=tmp_path / "run.log") as run:
                 run.wait(timeout=400)
             _wait(result.exists, 60, "the ServerApp's result")
     assert run.returncode == 0, (tmp_path / "run.log").read_text(errors="replace")[-3000:]

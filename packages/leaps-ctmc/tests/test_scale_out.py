@@ -1,7 +1,6 @@
 """Scale-out: torchrun with 2 gloo processes, DDP training and all-gathered sampling (spec 7)."""
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,20 +10,20 @@ import torch
 from leaps_ctmc import ess, log_mean_exp
 from leaps_ctmc.cli import main
 
+from icml25_core import process_group
+
 
 def torchrun(*args) -> str:
     """Run `torchrun --nproc-per-node 2 args` in its own process group; its output."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            *map(str, args)]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    try:
-        output, _ = proc.communicate(timeout=240)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # our own process group only
-        proc.communicate()
-        pytest.fail("torchrun did not finish within 240 s")
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+    with process_group(cmd, env=env, **pipes) as proc:  # the group is ended on exit
+        try:
+            output, _ = proc.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            pytest.fail("torchrun did not finish within 240 s")
     assert proc.returncode == 0, output
     return output
 

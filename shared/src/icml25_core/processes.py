@@ -1,7 +1,13 @@
-"""Ending a worker process of a multi-process run."""
+"""Multi-process runs: starting a command in a process group of its own and ending that whole
+group, a free local port for a run's rendezvous, and ending a finished worker."""
 
+import contextlib
 import os
+import signal
+import socket
+import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 
@@ -34,3 +40,83 @@ def end_process(code: int = 0) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on `host` that is free now (the OS picks it), e.g. for ``MASTER_PORT``.
+
+    Another process may take it before it is used; that race is accepted by torchrun's
+    ``--standalone`` mode too.
+
+    Raises
+    ------
+    TypeError
+        If `host` is not a str.
+    """
+    if not isinstance(host, str):
+        raise TypeError(f"`host` must be a str, got {type(host).__name__}")
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def process_group(
+    command: Sequence[str], *, grace: float = 15.0, log=None, **popen_kwargs
+) -> Iterator[subprocess.Popen]:
+    """Run `command` as the leader of a new process group; on leaving the block, end the group.
+
+    Everything the command starts (torchrun's ranks, Ray's raylet and workers, Flower's
+    SuperExec) inherits the group, so ending it by its id leaves nothing behind and touches no
+    other process — processes are never ended by name. On exit: SIGTERM to the group, up to
+    `grace` seconds for the leader to end, then SIGKILL to whatever of the group is left.
+
+    Parameters
+    ----------
+    command : sequence of str
+        The program and its arguments, as for :class:`subprocess.Popen`.
+    grace : float, default=15.0
+        Seconds between SIGTERM and SIGKILL, >= 0.
+    log : str or Path, default=None
+        A file that receives the command's stdout and stderr (truncated first); read it for the
+        command's messages when it fails.
+    **popen_kwargs
+        Passed to :class:`subprocess.Popen` (``env``, ``stdout``, ``text``, ...), except
+        ``start_new_session``, which is always True.
+
+    Yields
+    ------
+    subprocess.Popen
+        The leader; wait for it (``proc.wait(timeout=...)``) inside the block.
+
+    Raises
+    ------
+    TypeError
+        If `command` is a str, ``start_new_session`` is given, or `log` comes with ``stdout`` or
+        ``stderr``.
+    ValueError
+        If `command` is empty or `grace` is negative.
+    """
+    if isinstance(command, str) or not isinstance(command, Sequence):
+        raise TypeError(f"`command` must be a sequence of str, got {type(command).__name__}")
+    if not command:
+        raise ValueError("`command` must not be empty")
+    if not grace >= 0:
+        raise ValueError(f"`grace` must be >= 0, got {grace!r}")
+    if "start_new_session" in popen_kwargs:
+        raise TypeError("`start_new_session` is always True here; do not pass it")
+    if log is not None and {"stdout", "stderr"} & popen_kwargs.keys():
+        raise TypeError("`log` receives stdout and stderr; do not pass them too")
+    with contextlib.ExitStack() as stack:
+        if log is not None:
+            sink = stack.enter_context(open(log, "wb"))
+            popen_kwargs.update(stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(list(command), start_new_session=True, **popen_kwargs)
+        try:
+            yield proc
+        finally:
+            for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+                with contextlib.suppress(ProcessLookupError):  # the group is already gone
+                    os.killpg(proc.pid, sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=wait)
