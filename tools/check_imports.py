@@ -1,11 +1,20 @@
 """Check statically that each library imports only what its pyproject declares.
 
-Rules, for every absolute ``import x`` / ``from x import y`` under ``src/`` (relative imports,
-the standard library and the library's own package are skipped):
+Rules, for every ``import x`` / ``from x import y`` under ``src/`` (the standard library is
+skipped; relative imports are resolved against the importing module):
 
 ``top-level-needs-required``
     An import that runs when the module is imported (module level, including ``try:`` and
     ``if`` blocks there, and class bodies) must come from ``[project].dependencies``.
+``outside-module-extra``
+    A module listed in the card's ``optional-modules`` (``[tool.icml25]`` of the pyproject, e.g.
+    ``optional-modules = { "fedswa.flower" = "flower" }``), and each of its submodules, belongs to
+    that extra: at module level it may import the dependencies and the extra's requirements, and
+    nothing else. Lazily it may import anything declared, like any module.
+``imports-optional-module``
+    A module may not import, at module level, a listed module of the library whose extra its own
+    does not include (a module of no extra includes none; relative imports count): ``import
+    <lib>`` and its other modules must work without the extras.
 ``undeclared``
     An import inside a function or method body (lazy) may come from the dependencies or from any
     ``[project.optional-dependencies]`` extra; so may one under ``if TYPE_CHECKING:``. Anything
@@ -14,11 +23,13 @@ the standard library and the library's own package are skipped):
     Importing another library of this repository is always an error, even if declared.
 ``core-numpy-only``
     The core (``shared/``, ``icml25-core``) imports only numpy at module level; anything else
-    lazily, inside the function that needs it (it has no extras to declare it in).
+    lazily, inside the function that needs it, or in a module its card lists under an extra.
 
 Import names map to distributions by PEP 503 normalisation (``icml25_core`` <-> ``icml25-core``)
 and the alias table ``ALIASES`` for the known mismatches (``sklearn`` -> ``scikit-learn``).
-Extras that name the library itself (``permucate[plot]``) are resolved recursively.
+Extras that name the library itself (``permucate[plot]``) are resolved recursively. A malformed
+``optional-modules`` (not a table of module = extra, a module outside the library's package or
+without a file under ``src/``, an extra that is not declared) is an error naming the pyproject.
 
 Usage::
 
@@ -46,6 +57,8 @@ from _catalogue import (
     package_dirs,
     read_toml,
 )
+
+Requirement = tuple[str, frozenset[str]]  # normalised distribution name, the extras it asks for
 
 # Import name (or dotted prefix) -> the distributions that provide it, where PEP 503
 # normalisation of the import name does not give the distribution's name. Extend as needed.
@@ -93,10 +106,18 @@ RULE_TOP = "top-level-needs-required"
 RULE_UNDECLARED = "undeclared"
 RULE_SIBLING = "sibling-library"
 RULE_CORE = "core-numpy-only"
+RULE_MODULE_EXTRA = "outside-module-extra"
+RULE_OPTIONAL_MODULE = "imports-optional-module"
+OPTIONAL_MODULES = "optional-modules"  # the card field: module -> the extra it belongs to
 CORE_TOP_LEVEL = frozenset({"numpy"})
 # Contexts an import statement runs in.
 TOP, LAZY, TYPING = "module level", "lazy", "TYPE_CHECKING"
 _REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _names(requirements: set[Requirement]) -> set[str]:
+    return {name for name, _ in requirements}
 
 
 @dataclass
@@ -106,9 +127,38 @@ class Target:
     dist: str
     folder: Path
     import_name: str
-    required: set[str] = field(default_factory=set)
-    optional: dict[str, set[str]] = field(default_factory=dict)  # extra -> dists
+    dependencies: set[Requirement] = field(default_factory=set)
+    extras: dict[str, set[Requirement]] = field(default_factory=dict)  # extra -> requirements
     is_core: bool = False
+    optional_modules: dict[str, str] = field(default_factory=dict)  # module -> its extra
+
+    @property
+    def required(self) -> set[str]:
+        """The distributions of ``[project].dependencies``."""
+        return _names(self.dependencies)
+
+    @property
+    def optional(self) -> dict[str, set[str]]:
+        """Extra -> the distributions it installs."""
+        return {extra: _names(group) for extra, group in self.extras.items()}
+
+    def extra_of(self, module: str) -> str | None:
+        """The extra `module` belongs to: that of the innermost listed module holding it."""
+        owners = [m for m in self.optional_modules if module == m or module.startswith(m + ".")]
+        return self.optional_modules[max(owners, key=len)] if owners else None
+
+    def module_level(self, extra: str | None) -> set[str]:
+        """The distributions a module of `extra` (None: of no extra) may import at its top."""
+        base = self.required & CORE_TOP_LEVEL if self.is_core else self.required
+        return base | (_names(self.extras[extra]) if extra else set())
+
+    def includes(self, extra: str | None, other: str) -> bool:
+        """Whether installing `extra` (None: no extra) installs all that `other` installs."""
+        have = self.dependencies | (self.extras[extra] if extra else set())
+        return all(
+            any(name == got and wanted <= given for got, given in have)
+            for name, wanted in self.extras[other]
+        )
 
 
 @dataclass(frozen=True)
@@ -117,6 +167,7 @@ class Import:
     line: int
     context: str
     names: tuple[str, ...] = ()  # for `from module import a, b`: the imported names
+    level: int = 0  # leading dots of a relative import (`from ..x import y`: 2, module "x")
 
 
 def parse_requirement(text: str) -> tuple[str, tuple[str, ...]]:
@@ -135,15 +186,28 @@ def parse_requirement(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def resolve(
-    requirements: list[str], self_name: str, extras_table: dict[str, list[str]], seen=None
+    requirements: list[str], self_name: str, extras_table: dict[str, list[str]]
 ) -> set[str]:
-    """Distributions named by `requirements`, following ``<self>[extra]`` references."""
+    """Distributions named by `requirements`, following ``<self>[extra]`` references.
+
+    Raises
+    ------
+    ValueError
+        If a requirement is malformed or names an extra of the library that is not defined.
+    """
+    return _names(resolve_requirements(requirements, self_name, extras_table))
+
+
+def resolve_requirements(
+    requirements: list[str], self_name: str, extras_table: dict[str, list[str]], seen=None
+) -> set[Requirement]:
+    """Like :func:`resolve`, keeping the extras each distribution is asked for."""
     seen = set() if seen is None else seen
-    dists = set()
+    found = set()
     for text in requirements:
         name, extras = parse_requirement(text)
         if name != self_name:
-            dists.add(name)
+            found.add((name, frozenset(normalize(e) for e in extras)))
             continue
         for extra in extras:
             key = normalize(extra)
@@ -153,8 +217,8 @@ def resolve(
             group = next((v for k, v in extras_table.items() if normalize(k) == key), None)
             if group is None:
                 raise ValueError(f"{text!r} refers to an extra [{extra}] that is not defined")
-            dists |= resolve(group, self_name, extras_table, seen)
-    return dists
+            found |= resolve_requirements(group, self_name, extras_table, seen)
+    return found
 
 
 def load_target(folder: Path, is_core: bool = False) -> Target:
@@ -168,18 +232,67 @@ def load_target(folder: Path, is_core: bool = False) -> Target:
     pyproject = folder / "pyproject.toml"
     if not pyproject.is_file():
         raise CatalogueError(f"{pyproject} not found")
-    project = read_toml(pyproject).get("project", {})
+    data = read_toml(pyproject)
+    project = data.get("project", {})
     dist = project.get("name") or folder.name
     self_name = normalize(dist)
     extras_table = project.get("optional-dependencies", {})
     try:
-        required = resolve(project.get("dependencies", []), self_name, extras_table)
-        optional = {
-            extra: resolve(reqs, self_name, extras_table) for extra, reqs in extras_table.items()
+        dependencies = resolve_requirements(
+            project.get("dependencies", []), self_name, extras_table
+        )
+        extras = {
+            extra: resolve_requirements(reqs, self_name, extras_table)
+            for extra, reqs in extras_table.items()
         }
     except ValueError as error:
         raise CatalogueError(f"{pyproject}: {error}") from error
-    return Target(dist, folder, import_name(self_name), required, optional, is_core)
+    card = data.get("tool", {}).get("icml25", {})
+    package = import_name(self_name)
+    modules = optional_modules(card.get(OPTIONAL_MODULES, {}), pyproject, package, extras_table)
+    return Target(dist, folder, package, dependencies, extras, is_core, modules)
+
+
+def optional_modules(
+    table, pyproject: Path, package: str, extras_table: dict[str, list[str]]
+) -> dict[str, str]:
+    """The card's ``optional-modules`` checked: module -> its extra, spelt as the pyproject does.
+
+    Raises
+    ------
+    CatalogueError
+        If `table` is not a table of module names to extra names, a module is not a submodule of
+        `package` or has no file under ``src/``, or an extra is not declared in
+        ``[project.optional-dependencies]``.
+    """
+    where = f"{pyproject}: [tool.icml25] {OPTIONAL_MODULES}"
+    if not isinstance(table, dict):
+        raise CatalogueError(
+            f'{where} must be a table of module = "extra", such as '
+            f'{{ "{package}.flower" = "flower" }}, got {table!r}'
+        )
+    declared = {normalize(extra): extra for extra in extras_table}
+    modules = {}
+    for module, extra in table.items():
+        if not _DOTTED.fullmatch(module) or not module.startswith(package + "."):
+            raise CatalogueError(
+                f"{where}: {module!r} is not a submodule of the library's package {package!r} "
+                f"(a dotted name such as '{package}.flower')"
+            )
+        path = pyproject.parent.joinpath("src", *module.split("."))
+        if not (path.with_name(path.name + ".py").is_file() or (path / "__init__.py").is_file()):
+            shown = "/".join(module.split("."))
+            raise CatalogueError(
+                f"{where}: module {module!r} not found (no src/{shown}.py or "
+                f"src/{shown}/__init__.py)"
+            )
+        if not isinstance(extra, str) or normalize(extra) not in declared:
+            raise CatalogueError(
+                f"{where}: {module!r} must name an extra of [project.optional-dependencies] "
+                f"({', '.join(extras_table) or 'none declared'}), got {extra!r}"
+            )
+        modules[module] = declared[normalize(extra)]
+    return modules
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -189,7 +302,7 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 class _Collector(ast.NodeVisitor):
-    """Collect absolute imports with the context they run in."""
+    """Collect imports with the context they run in."""
 
     def __init__(self):
         self.imports: list[Import] = []
@@ -222,14 +335,15 @@ class _Collector(ast.NodeVisitor):
             self.imports.append(Import(alias.name, node.lineno, self.context))
 
     def visit_ImportFrom(self, node):
-        if node.level or not node.module or node.module == "__future__":
+        if node.module == "__future__":
             return
         names = tuple(a.name for a in node.names if a.name != "*")
-        self.imports.append(Import(node.module, node.lineno, self.context, names))
+        module = node.module or ""
+        self.imports.append(Import(module, node.lineno, self.context, names, node.level))
 
 
 def collect_imports(source: str, filename: str = "<source>") -> list[Import]:
-    """Absolute imports of a module's source, each with its line and context.
+    """Imports of a module's source, absolute and relative, each with its line and context.
 
     Raises
     ------
@@ -239,6 +353,23 @@ def collect_imports(source: str, filename: str = "<source>") -> list[Import]:
     collector = _Collector()
     collector.visit(ast.parse(source, filename=filename))
     return collector.imports
+
+
+def module_name(path: Path, src: Path) -> str:
+    """The dotted name of the module in file `path` under `src` (a package's ``__init__``: it)."""
+    parts = path.relative_to(src).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def absolute(imp: Import, module: str, is_package: bool) -> str | None:
+    """The absolute module `imp` imports from, seen from `module`; None above the top package."""
+    if not imp.level:
+        return imp.module
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    if imp.level > len(package):
+        return None  # Python refuses it ("beyond top-level package"); nothing to check
+    base = package[: len(package) - imp.level + 1]
+    return ".".join([*base, imp.module] if imp.module else base)
 
 
 def candidates(module: str, names: tuple[str, ...] = ()) -> set[str]:
@@ -299,7 +430,6 @@ def check_target(target: Target, root: Path) -> list[str]:
         for name, where in siblings(root).items()
         if name not in (target.import_name, f"{target.import_name}_kernels")
     }
-    any_extra = set().union(*target.optional.values()) if target.optional else set()
     src = target.folder / "src"
     files = sorted(src.rglob("*.py")) if src.is_dir() else []
     problems = []
@@ -313,19 +443,44 @@ def check_target(target: Target, root: Path) -> list[str]:
         except SyntaxError as error:
             problems.append(f"{shown}:{error.lineno or 0}: cannot parse: {error.msg}")
             continue
+        module = module_name(path, src)
         for imp in imports:
-            top = imp.module.split(".")[0]
-            if top == target.import_name or top in sys.stdlib_module_names:
+            name = absolute(imp, module, path.name == "__init__.py")
+            top = (name or "").split(".")[0]
+            if top == target.import_name:
+                message = _judge_own(target, imp, name, module)
+            elif imp.level or top in sys.stdlib_module_names:
                 continue
-            message = _judge(target, imp, top, others, any_extra)
+            else:
+                message = _judge(target, imp, module, others)
             if message:
                 problems.append(f"{shown}:{imp.line}: {message}")
     return problems
 
 
-def _judge(target: Target, imp: Import, top: str, others: dict, any_extra: set) -> str | None:
-    """The violation message of one import, or None if it is allowed."""
+def _judge_own(target: Target, imp: Import, name: str, module: str) -> str | None:
+    """The violation message of `module` importing its library's `name`, or None if allowed."""
+    if imp.context != TOP:
+        return None
+    extra = target.extra_of(module)
+    for dotted in (name, *(f"{name}.{n}" for n in imp.names)):
+        needed = target.extra_of(dotted)
+        if needed is None or needed == extra or target.includes(extra, needed):
+            continue
+        importer = f"to extra [{extra}], which does not include it" if extra else "to no extra"
+        return (
+            f"{imp.context} import of {name!r} [{RULE_OPTIONAL_MODULE}]: {dotted} belongs to "
+            f"extra [{needed}] ({OPTIONAL_MODULES} of the card) and {module} {importer}: "
+            f"importing it at module level makes `import {module}` need [{needed}]; import it "
+            f"inside the function that needs it"
+        )
+    return None
+
+
+def _judge(target: Target, imp: Import, module: str, others: dict) -> str | None:
+    """The violation message of `module`'s import of another distribution, or None."""
     what = f"{imp.context} import of {imp.module!r}"
+    top = imp.module.split(".")[0]
     if top in others:
         return (
             f"{what} [{RULE_SIBLING}]: {top!r} is another library of this repository "
@@ -334,25 +489,39 @@ def _judge(target: Target, imp: Import, top: str, others: dict, any_extra: set) 
         )
     dists = candidates(imp.module, imp.names)
     provider = " or ".join(expected(imp.module))
-    if target.is_core:
-        if imp.context != TOP:
-            return None
-        if dists & CORE_TOP_LEVEL & target.required:
-            return None
-        return (
-            f"{what} [{RULE_CORE}]: {CORE_DIST} imports only numpy at module level; "
-            f"import {imp.module!r} inside the function that needs it"
-        )
+    extras = ", ".join(f"[{e}]" for e in _extras_of(target, dists))
     if imp.context == TOP:
-        if dists & target.required:
+        extra = target.extra_of(module)
+        if dists & target.module_level(extra):
             return None
-        extras = _extras_of(target, dists)
-        if extras:
-            listed = ", ".join(f"[{e}]" for e in extras)
+        if extra:
+            declared = (
+                f"{provider!r} is declared only in extra {extras}"
+                if extras
+                else f"no declared distribution provides it (looked for {provider!r})"
+            )
             return (
-                f"{what} [{RULE_TOP}]: {provider!r} is declared only in extra {listed}, which "
-                f"users may not install; import it inside the function that needs it, or move "
-                f"it to [project].dependencies"
+                f"{what} [{RULE_MODULE_EXTRA}]: {module} belongs to extra [{extra}] "
+                f"({OPTIONAL_MODULES} of the card), so at module level it imports only the "
+                f"dependencies and [{extra}]; {declared}: add it to [{extra}] of "
+                f"{target.folder.name}/pyproject.toml, or import it inside the function that "
+                f"needs it"
+            )
+        if target.is_core:
+            return (
+                f"{what} [{RULE_CORE}]: {CORE_DIST} imports only numpy at module level; "
+                f"import {imp.module!r} inside the function that needs it"
+            )
+        if extras:
+            listing = (
+                ""
+                if module == target.import_name
+                else (f", list {module} under that extra in {OPTIONAL_MODULES} of the card")
+            )
+            return (
+                f"{what} [{RULE_TOP}]: {provider!r} is declared only in extra {extras}, which "
+                f"users may not install; import it inside the function that needs it{listing}, "
+                f"or move it to [project].dependencies"
             )
         return (
             f"{what} [{RULE_UNDECLARED}]: no declared distribution provides it (looked for "
@@ -361,7 +530,7 @@ def _judge(target: Target, imp: Import, top: str, others: dict, any_extra: set) 
             f"distribution's name differs from the import name, add it to ALIASES in "
             f"tools/check_imports.py"
         )
-    if dists & (target.required | any_extra):
+    if target.is_core or dists & target.required.union(*target.optional.values()):
         return None
     return (
         f"{what} [{RULE_UNDECLARED}]: no declared distribution provides it (looked for "
@@ -409,8 +578,9 @@ def main(argv=None, root: Path = REPO_ROOT) -> int:
     parser = argparse.ArgumentParser(
         prog="python tools/check_imports.py",
         description="Check that each library's src/ imports only what its pyproject declares "
-        "(module-level imports: required dependencies; lazy ones: dependencies or extras) and no "
-        "other library of this repository.",
+        "(module-level imports: required dependencies, plus its extra in a module of the "
+        "card's optional-modules; lazy ones: dependencies or extras) and no other library of "
+        "this repository.",
     )
     parser.add_argument(
         "dist",

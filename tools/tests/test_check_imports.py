@@ -1,5 +1,6 @@
 """tools/check_imports.py on small fake repositories."""
 
+import re
 import textwrap
 
 import check_imports
@@ -334,3 +335,211 @@ def test_cli_exits_0_on_clean_selection_by_name_or_folder(repo, capsys):
 def test_cli_unknown_library_exits_2(repo, capsys):
     assert check_imports.main(["gamma"], root=repo) == 2
     assert "no library 'gamma'" in capsys.readouterr().err
+
+
+def _list_optional(root, table, dist="alpha"):
+    """Append a card with ``optional-modules = <table>`` to `dist`'s pyproject."""
+    folder = "shared" if dist == "icml25-core" else f"packages/{dist}"
+    pyproject = root / folder / "pyproject.toml"
+    card = f"\n[tool.icml25]\noptional-modules = {table}\n"
+    pyproject.write_text(pyproject.read_text() + card)
+
+
+@pytest.fixture
+def viz(repo):
+    """alpha with ``alpha.viz`` (a package) listed under its extra [plot]."""
+    _write(repo / "packages/alpha/src/alpha/viz/__init__.py", "import matplotlib\n")
+    _list_optional(repo, '{ "alpha.viz" = "plot" }')
+    return repo
+
+
+def test_listed_module_and_its_submodules_import_their_extra_at_module_level(viz):
+    source = """
+        import matplotlib.pyplot as plt
+        import numpy as np
+        from mpl_toolkits.mplot3d import Axes3D
+
+
+        def progress():
+            import tqdm
+            import torch
+    """
+    assert check(viz, source, module="viz/figure.py") == []
+    assert check(viz, "from matplotlib import colors\n", module="viz/__init__.py") == []
+
+
+def test_listed_module_importing_another_extra_at_module_level_is_flagged(viz):
+    (problem,) = check(viz, "import matplotlib\nimport tqdm\n", module="viz/figure.py")
+    assert problem.startswith("packages/alpha/src/alpha/viz/figure.py:2: module level import")
+    assert "[outside-module-extra]" in problem
+    assert "alpha.viz.figure belongs to extra [plot]" in problem
+    assert "'tqdm' is declared only in extra [all], [reproduce]" in problem
+
+
+def test_listed_module_importing_an_undeclared_distribution_is_flagged(viz):
+    (problem,) = check(viz, "import seaborn\n", module="viz/figure.py")
+    assert "[outside-module-extra]" in problem
+    assert "no declared distribution provides it (looked for 'seaborn')" in problem
+    assert "add it to [plot] of alpha/pyproject.toml" in problem
+
+
+def test_listed_module_through_self_referencing_extra(repo):
+    _write(repo / "packages/alpha/src/alpha/report.py", "")
+    _list_optional(repo, '{ "alpha.report" = "REPRODUCE" }')  # = alpha[plot] + tqdm
+    assert check(repo, "import matplotlib\nimport tqdm\n", module="report.py") == []
+    (problem,) = check(repo, "import torch\n", module="report.py")
+    assert "belongs to extra [reproduce]" in problem
+
+
+def test_unlisted_module_keeps_lazy_only_rule_and_is_told_of_the_card_field(viz):
+    (problem,) = check(viz, "import matplotlib\n")
+    assert "[top-level-needs-required]" in problem
+    assert "alpha.mod under that extra in optional-modules" in problem
+
+
+@pytest.mark.parametrize(
+    ("module", "statement"),
+    [
+        ("mod.py", "import alpha.viz"),
+        ("mod.py", "import alpha.viz.figure as figure"),
+        ("mod.py", "from alpha.viz import plot"),
+        ("mod.py", "from alpha import core, viz"),
+        ("__init__.py", "from .viz import plot"),
+        ("__init__.py", "from . import viz"),
+        ("sub/__init__.py", "from ..viz import plot"),
+        ("sub/deep.py", "from ..viz.figure import plot"),
+        ("mod.py", "try:\n    from .viz import plot\nexcept ImportError:\n    plot = None"),
+    ],
+)
+def test_unlisted_module_importing_a_listed_one_at_module_level_is_flagged(viz, module, statement):
+    (problem,) = check(viz, statement + "\n", module=module)
+    assert "[imports-optional-module]" in problem
+    assert re.search(r"alpha\.viz(\.figure)? belongs to extra \[plot\]", problem)
+    assert re.search(r"alpha(\.\w+)* to no extra: .* need \[plot\]", problem)
+
+
+def test_unlisted_module_may_import_a_listed_one_lazily_or_for_typing(viz):
+    source = """
+        from typing import TYPE_CHECKING
+
+        from . import core
+        from .core import f
+
+        if TYPE_CHECKING:
+            from .viz import plot
+
+
+        def show():
+            from .viz import plot
+
+            return plot
+    """
+    assert check(viz, source) == []
+
+
+def test_relative_import_above_the_top_package_is_ignored(viz):
+    assert check(viz, "from ... import x\n") == []
+
+
+@pytest.mark.parametrize(
+    ("level", "module", "importer", "is_package", "expected"),
+    [
+        (0, "numpy.linalg", "alpha.mod", False, "numpy.linalg"),
+        (1, "viz", "alpha.mod", False, "alpha.viz"),
+        (1, "", "alpha.mod", False, "alpha"),
+        (1, "figure", "alpha.viz", True, "alpha.viz.figure"),
+        (2, "core", "alpha.viz.figure", False, "alpha.core"),
+        (2, "", "alpha.viz", True, "alpha"),
+        (2, "x", "alpha.mod", False, None),
+    ],
+)
+def test_relative_imports_resolve_against_the_importing_module(
+    level, module, importer, is_package, expected
+):
+    imp = check_imports.Import(module, 1, check_imports.TOP, (), level)
+    assert check_imports.absolute(imp, importer, is_package) == expected
+
+
+FLOWER_PYPROJECT = """
+[project]
+name = "gamma"
+dependencies = ["numpy"]
+
+[project.optional-dependencies]
+flower = ["flwr>=1.42"]
+simulation = ["flwr[simulation]>=1.42"]
+all = ["gamma[flower,simulation]"]
+
+[tool.icml25]
+optional-modules = { "gamma.fl" = "flower", "gamma.fl.sim" = "simulation", "gamma.fl.run" = "all" }
+"""
+
+
+@pytest.fixture
+def flower(repo):
+    """gamma: package gamma.fl of [flower], its submodule gamma.fl.sim of [simulation]."""
+    _write(repo / "packages/gamma/pyproject.toml", FLOWER_PYPROJECT)
+    for module in ("__init__", "fl/__init__", "fl/sim", "fl/run"):
+        _write(repo / f"packages/gamma/src/gamma/{module}.py", "")
+    return repo
+
+
+def test_innermost_listed_module_decides_the_extra(flower):
+    (target,) = check_imports.find_targets(["gamma"], flower)
+    assert target.extra_of("gamma.fl.records") == "flower"
+    assert target.extra_of("gamma.fl.sim.engine") == "simulation"
+    assert target.extra_of("gamma.flx") is None
+    assert target.extra_of("gamma") is None
+
+
+def test_listed_module_may_import_a_listed_module_of_an_extra_it_includes(flower):
+    assert check(flower, "from ..app import server_app\n", "gamma", "fl/sim.py") == []
+    assert check(flower, "from .sim import run\n", "gamma", "fl/run.py") == []
+    (problem,) = check(flower, "from .sim import run\n", "gamma", "fl/__init__.py")
+    assert "[imports-optional-module]" in problem
+    assert "gamma.fl.sim belongs to extra [simulation]" in problem
+    assert "gamma.fl to extra [flower], which does not include it" in problem
+
+
+def test_extra_inclusion_compares_the_extras_of_each_requirement(flower):
+    (target,) = check_imports.find_targets(["gamma"], flower)
+    assert target.includes("simulation", "flower")  # flwr[simulation] installs flwr
+    assert not target.includes("flower", "simulation")  # flwr does not install flwr[simulation]
+    assert target.includes("all", "simulation")
+    assert not target.includes(None, "flower")
+
+
+def test_core_module_listed_under_an_extra_may_import_it(repo):
+    _write(repo / "shared/src/icml25_core/testing/__init__.py", "")
+    _list_optional(repo, '{ "icml25_core.testing" = "test" }', dist="icml25-core")
+    source = "import numpy\nimport pytest\n"
+    assert check(repo, source, dist="icml25-core", module="testing/plugin.py") == []
+    (problem,) = check(repo, "import pytest\n", dist="icml25-core")
+    assert "[core-numpy-only]" in problem
+
+
+@pytest.mark.parametrize(
+    ("table", "match"),
+    [
+        ('"alpha.viz"', r'must be a table of module = "extra"'),
+        ('{ "beta.viz" = "plot" }', r"'beta.viz' is not a submodule of the library's package"),
+        ('{ "alpha" = "plot" }', r"'alpha' is not a submodule"),
+        ('{ "alpha.v-z" = "plot" }', r"'alpha.v-z' is not a submodule"),
+        ('{ "alpha.missing" = "plot" }', r"'alpha.missing' not found \(no src/alpha/missing.py"),
+        ('{ "alpha.viz" = "plots" }', r"must name an extra .*\(plot, torch, .*got 'plots'"),
+        ('{ "alpha.viz" = 1 }', r"must name an extra .* got 1"),
+    ],
+)
+def test_malformed_optional_modules_is_an_error_naming_the_pyproject(repo, table, match):
+    _write(repo / "packages/alpha/src/alpha/viz.py", "")
+    _list_optional(repo, table)
+    with pytest.raises(CatalogueError, match=r"packages/alpha/pyproject.toml: \[tool.icml25\] "):
+        check_imports.find_targets(["alpha"], repo)
+    with pytest.raises(CatalogueError, match=match):
+        check_imports.find_targets(["alpha"], repo)
+
+
+def test_cli_reports_a_malformed_card_and_exits_1(repo, capsys):
+    _list_optional(repo, '{ "alpha.missing" = "plot" }')
+    assert check_imports.main(["alpha"], root=repo) == 1
+    assert "error: " in capsys.readouterr().err

@@ -95,11 +95,14 @@ def test_second_quantize_changes_nothing():
     assert _layers(model) == before
 
 
-def test_quest_qat_imports_without_torchao():
+def test_module_without_torchao_names_the_extra_and_quest_qat_still_imports():
     code = (
         "import sys; sys.modules['torchao'] = None\n"
-        "import quest_qat, quest_qat.torchao_config as t\n"
-        "try:\n    t.QuESTAOConfig\nexcept ImportError:\n    print('lazy')\n"
+        "import quest_qat\n"
+        "import quest_qat.torchao_config\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "lazy"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    last_line = out.stderr.strip().splitlines()[-1]
+    assert out.returncode == 1
+    assert last_line.startswith("ImportError: this part of quest-qat needs its optional extra")
+    assert last_line.endswith("install it with: pip install 'quest-qat[torchao]'")

@@ -4,6 +4,7 @@ from icml25_core._version import __version__
 from icml25_core.backend import BACKEND_ENV, BACKENDS, available_backends, select_backend
 from icml25_core.checkpoint import ResultStore, source_fingerprint
 from icml25_core.datasets import fashion_mnist, read_idx
+from icml25_core.extras import missing_extra_message, requires_extra
 from icml25_core.processes import end_process, free_port, process_group
 from icml25_core.progress import progress
 from icml25_core.report import Claim, Report, Verdict, load_reports, summary_table
@@ -49,6 +50,9 @@ __all__ = [
     "end_process",
     "free_port",
     "process_group",
+    # modules that belong to an optional extra
+    "missing_extra_message",
+    "requires_extra",
     # bundled data and datasets
     "data_path",
     "fashion_mnist",

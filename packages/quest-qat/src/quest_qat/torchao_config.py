@@ -1,7 +1,8 @@
 """QuEST as a torchao workflow: ``torchao.quantization.quantize_(model, QuESTAOConfig(...))``.
 
-torchao (>= 0.18, the ``[torchao]`` extra) is imported only when ``QuESTAOConfig`` is first
-looked up (PEP 562 module ``__getattr__``), so ``quest_qat`` imports without it. The config is a
+This module belongs to the ``[torchao]`` extra (torchao >= 0.18; card ``optional-modules``): it
+imports torchao at its top, so importing it without the extra raises an ``ImportError`` naming
+``pip install 'quest-qat[torchao]'``, while ``import quest_qat`` never imports it. The config is a
 :class:`~quest_qat.QuESTConfig` that is also a ``torchao.core.config.AOBaseConfig``; its handler,
 registered with torchao's ``register_quantize_module_handler`` (torchao 0.18
 ``quantization/transform_module.py``), makes of each ``nn.Linear`` that ``quantize_``'s
@@ -23,43 +24,34 @@ Example::
     quantize_(model, QuESTAOConfig(w_bits=4, a_bits=4))  # same layers as prepare_(model, ...)
 """
 
-import functools
 from dataclasses import dataclass
 
 from torch import nn
 
+from icml25_core.extras import requires_extra
+
 from .api import QuESTConfig, _swap_linear
 
-
-@functools.cache
-def _ao_config_class():
-    """Build ``QuESTAOConfig`` and register its handler (once; needs torchao)."""
+with requires_extra("quest-qat", "torchao"):
     from torchao.core.config import AOBaseConfig
     from torchao.quantization.transform_module import register_quantize_module_handler
 
-    @dataclass
-    class QuESTAOConfig(QuESTConfig, AOBaseConfig):
-        """:class:`~quest_qat.QuESTConfig` for ``torchao.quantization.quantize_``.
-
-        Same fields, defaults and validation as ``QuESTConfig`` (w_bits, a_bits, block, trust,
-        clip_scale, grid, sparse48, on_incompatible).
-        """
-
-    QuESTAOConfig.__module__ = __name__
-    QuESTAOConfig.__qualname__ = "QuESTAOConfig"  # pickle finds it through __getattr__
-
-    @register_quantize_module_handler(QuESTAOConfig)
-    def _quest_transform(module: nn.Module, config: QuESTAOConfig) -> nn.Module:
-        # filter_fn may select any module: only plain nn.Linear layers are swapped, as in prepare_.
-        if type(module) is not nn.Linear:
-            return module
-        layer = _swap_linear(module, config)
-        return module if layer is None else layer
-
-    return QuESTAOConfig
+__all__ = ["QuESTAOConfig"]
 
 
-def __getattr__(name):
-    if name == "QuESTAOConfig":
-        return _ao_config_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+@dataclass
+class QuESTAOConfig(QuESTConfig, AOBaseConfig):
+    """:class:`~quest_qat.QuESTConfig` for ``torchao.quantization.quantize_``.
+
+    Same fields, defaults and validation as ``QuESTConfig`` (w_bits, a_bits, block, trust,
+    clip_scale, grid, sparse48, on_incompatible).
+    """
+
+
+@register_quantize_module_handler(QuESTAOConfig)
+def _quest_transform(module: nn.Module, config: QuESTAOConfig) -> nn.Module:
+    # filter_fn may select any module: only plain nn.Linear layers are swapped, as in prepare_.
+    if type(module) is not nn.Linear:
+        return module
+    layer = _swap_linear(module, config)
+    return module if layer is None else layer

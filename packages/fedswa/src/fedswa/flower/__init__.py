@@ -6,6 +6,9 @@ each client's control ``c_i`` in ``context.state`` (clients are re-created every
 flower issues #1530 and #1910). Run them with Flower's simulation engine
 (``flwr.simulation.run_simulation``, Ray) on one machine or its deployment engine
 (``flower-superlink`` / ``flower-supernode`` / ``flwr run``) across machines.
+
+The package belongs to the extra (``optional-modules`` of the card): without flwr, importing it
+raises an ImportError naming ``pip install 'fedswa[flower]'``; ``import fedswa`` never imports it.
 """
 
 from .client import make_client_app

@@ -16,10 +16,11 @@ import json
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+
+from icml25_core.extras import requires_extra
 
 from ..data import load_digits, load_fashion_mnist
 from ..metrics import accuracy
@@ -29,8 +30,9 @@ from .client import make_client_app
 from .records import to_state_dict
 from .strategy import strategy_for
 
-if TYPE_CHECKING:
-    from flwr.app import ArrayRecord, Context
+with requires_extra("fedswa", "flower"):
+    from flwr.app import ArrayRecord, Context, MetricRecord
+    from flwr.clientapp import ClientApp
     from flwr.serverapp import Grid, ServerApp
 
 __all__ = ["DEFAULTS", "server_app", "client_app", "make_server_app", "model_for", "partition_data"]
@@ -102,9 +104,6 @@ def make_server_app(overrides: dict | None = None, on_result: Callable | None = 
         ``accuracy`` (per round, centralised test accuracy) and ``train`` (aggregated client
         metrics per round); called in the ServerApp's process.
     """
-    from flwr.app import ArrayRecord, MetricRecord
-    from flwr.serverapp import ServerApp
-
     app = ServerApp()
 
     @app.main()
@@ -170,8 +169,6 @@ def _client_data(context_settings: dict) -> Callable:
 
 def make_client_app_from_config(overrides: dict | None = None):
     """A ClientApp whose model and data follow the run config (then `overrides`)."""
-    from flwr.clientapp import ClientApp
-
     app = ClientApp()
 
     def _inner(context: Context):

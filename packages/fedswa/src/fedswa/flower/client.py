@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
+
+from icml25_core.extras import requires_extra
 
 from ..control import ClientControl, zeros_like_params
 from ..local import local_update
@@ -14,8 +15,8 @@ from ..metrics import accuracy
 from ..simulate import ShuffledBatches, client_seed
 from .records import pack_update, to_state_dict
 
-if TYPE_CHECKING:
-    from flwr.app import Context, Message
+with requires_extra("fedswa", "flower"):
+    from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
 
 __all__ = ["make_client_app", "STATE_KEY"]
@@ -65,9 +66,6 @@ def make_client_app(
     The node config must hold ``partition-id`` and ``num-partitions`` (the simulation engine
     sets them; SuperNodes take ``--node-config``).
     """
-    from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
-    from flwr.clientapp import ClientApp
-
     app = ClientApp()
 
     @app.train()

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
+
+from icml25_core.extras import requires_extra
 
 from ..local import LocalResult
 
-if TYPE_CHECKING:
+with requires_extra("fedswa", "flower"):
     from flwr.app import ArrayRecord
 
 __all__ = ["MODEL_PREFIX", "CONTROL_PREFIX", "pack_update", "unpack_update", "to_state_dict"]
@@ -33,8 +33,6 @@ def pack_update(delta: dict, control_upload: dict | None) -> ArrayRecord:
     control_upload : dict of str to Tensor or None
         ``c_i+ - c`` (FedMoSWA) or ``c_i+ - c_i`` (SCAFFOLD); ``None`` without controls.
     """
-    from flwr.app import ArrayRecord
-
     arrays = {MODEL_PREFIX + k: v.detach().contiguous() for k, v in delta.items()}
     for k, v in (control_upload or {}).items():
         arrays[CONTROL_PREFIX + k] = v.detach().contiguous()

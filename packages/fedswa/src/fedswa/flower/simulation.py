@@ -1,10 +1,25 @@
 """One Flower simulation (``flwr.simulation.run_simulation``, Ray) of the ready app, in this
 process. Ray allows one simulation per process (flower #1152): call it in a fresh process for
-each run."""
+each run.
+
+The module belongs to the extra ``[simulation]`` (``optional-modules`` of the card): without
+Ray, importing it raises an ImportError naming ``pip install 'fedswa[simulation]'`` (without
+flwr, the one of :mod:`fedswa.flower`, imported first).
+"""
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
+from icml25_core.extras import requires_extra
+
 from .app import DEFAULTS, make_client_app_from_config, make_server_app
+
+with requires_extra("fedswa", "simulation"):
+    from flwr.simulation import run_simulation
+
+    if find_spec("ray") is None:  # flwr.simulation imports without Ray; a run would exit
+        raise ModuleNotFoundError("No module named 'ray'", name="ray")
 
 __all__ = ["simulate"]
 
@@ -40,8 +55,6 @@ def simulate(overrides: dict, num_supernodes: int, num_cpus: int = 2) -> dict:
         raise ValueError(
             f"`overrides` has unknown run-config keys {unknown}; valid: {sorted(DEFAULTS)}"
         )
-    from flwr.simulation import run_simulation
-
     captured = {}
     settings = {**overrides, "min-nodes": num_supernodes}
     run_simulation(

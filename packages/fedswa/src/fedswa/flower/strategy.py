@@ -1,221 +1,202 @@
 """Flower strategies: FedAvg's sampling and messaging, FedSWA's configuration and aggregation.
 
-The classes subclass ``flwr.serverapp.strategy.FedAvg``; flwr is an optional dependency (extra
-``[flower]``), so they are built on first access (module ``__getattr__``) and then behave as
-ordinary module-level classes (``fedswa.flower.strategy.FedSWA``).
+The classes subclass ``flwr.serverapp.strategy.FedAvg``. The module belongs to the extra
+``[flower]`` (``optional-modules`` of the card): it imports flwr at its top and, without it,
+raises an ImportError naming ``pip install 'fedswa[flower]'``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from icml25_core import check_scalar
+from icml25_core.extras import requires_extra
 
 from ..algorithms import AlgorithmConfig, get_algorithm
 from ..schedule import round_lr
 from ..server import ServerState, server_step
 from .records import to_state_dict, unpack_update
 
-if TYPE_CHECKING:
+with requires_extra("fedswa", "flower"):
     from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
+    from flwr.common.logger import log
     from flwr.serverapp import Grid
-
-_CLASSES = ("FedAvgSWA", "FedSWA", "FedMoSWA", "Scaffold", "FedSAM")  # built by _build()
-__all__ = [*_CLASSES, "strategy_for"]
-
-
-@lru_cache(maxsize=1)
-def _build() -> dict:
-    """Define the strategy classes (imports flwr)."""
-    from flwr.app import ArrayRecord, ConfigRecord
     from flwr.serverapp.strategy import FedAvg
 
-    class FedAvgSWA(FedAvg):
-        """Base strategy: one registered :class:`~fedswa.algorithms.AlgorithmConfig` run on Flower.
-
-        ``configure_train`` adds ``eta`` (this round's peak local rate ``lr_factor * round_lr``),
-        ``rho``, ``local-steps``, ``weight-decay``, ``clip-norm`` (0 = off), ``sam-rho`` (0 = off),
-        ``batch-size``, ``seed`` and ``control-kind`` to the ConfigRecord and the server control
-        ``c`` as the ArrayRecord ``control``; ``aggregate_train`` calls
-        :func:`~fedswa.server.server_step` on the replies ordered by ``partition-id``.
-
-        Parameters
-        ----------
-        num_rounds : int
-            ``T`` of the round schedule (also pass it to ``start``).
-        eta0 : float
-            Round-0 rate ``> 0`` before ``lr_factor``.
-        local_steps : int, default=50
-            ``K`` (official HEAD cap).
-        batch_size : int, default=50
-            Official default.
-        seed : int, default=0
-            Seed of the clients' minibatch order (:func:`fedswa.simulate.client_seed`).
-        algorithm : str or AlgorithmConfig, optional
-            Defaults to the class's own (``"fedswa"`` for :class:`FedSWA`, ...).
-        **kwargs
-            Fields of :class:`~fedswa.algorithms.AlgorithmConfig` to override (``rho``, ``gamma``,
-            ``alpha``, ...) and FedAvg's sampling arguments (``fraction_train``,
-            ``min_train_nodes``, ``min_available_nodes``, ``fraction_evaluate``, ...).
-
-        Attributes
-        ----------
-        config : AlgorithmConfig
-        control : dict of str to Tensor or None
-            The server control ``c`` after the last aggregation.
-        """
-
-        default_algorithm = "fedavg"
-
-        def __init__(
-            self,
-            *,
-            num_rounds: int,
-            eta0: float,
-            local_steps: int = 50,
-            batch_size: int = 50,
-            seed: int = 0,
-            algorithm: str | AlgorithmConfig | None = None,
-            **kwargs,
-        ):
-            fields = set(AlgorithmConfig.__dataclass_fields__)
-            overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
-            kwargs.setdefault("fraction_evaluate", 0.0)
-            super().__init__(**kwargs)
-            base = algorithm if algorithm is not None else self.default_algorithm
-            cfg = get_algorithm(base) if isinstance(base, str) else base
-            self.config = cfg.replace(**overrides) if overrides else cfg
-            self.num_rounds = check_scalar(num_rounds, "num_rounds", kind=int, low=1)
-            self.eta0 = check_scalar(eta0, "eta0", low=0.0, inclusive="neither")
-            self.local_steps = check_scalar(local_steps, "local_steps", kind=int, low=1)
-            self.batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
-            self.seed = check_scalar(seed, "seed", kind=int, low=0)
-            self.control = None
-            self._model_state = None
-            self._num_nodes = None
-
-        def summary(self) -> None:
-            """Log FedAvg's summary and the algorithm configuration."""
-            super().summary()
-            from flwr.common.logger import log
-
-            log(20, "\t└──> Algorithm: %s", self.config)
-
-        def train_config(self, server_round: int) -> dict:
-            """The ConfigRecord entries of round `server_round` (1-based)."""
-            cfg = self.config
-            t = min(server_round - 1, self.num_rounds)
-            return {
-                "eta": cfg.lr_factor * round_lr(t, self.num_rounds, self.eta0, cfg.lr_schedule),
-                "rho": float(cfg.rho),
-                "local-steps": self.local_steps,
-                "weight-decay": float(cfg.weight_decay),
-                "clip-norm": float(cfg.clip_norm or 0.0),
-                "sam-rho": float(cfg.sam_rho or 0.0),
-                "batch-size": self.batch_size,
-                "seed": self.seed,
-                "control-kind": cfg.control,
-            }
-
-        def configure_train(
-            self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
-        ) -> Iterable[Message]:
-            """FedAvg's sampling and messages, plus the round's hyper-parameters and ``c``."""
-            self._model_state = to_state_dict(arrays)
-            self._num_nodes = len(list(grid.get_node_ids()))
-            config = ConfigRecord({**dict(config), **self.train_config(server_round)})
-            messages = list(super().configure_train(server_round, arrays, config, grid))
-            if self.config.uses_control:
-                control = ArrayRecord(self.control) if self.control else ArrayRecord()
-                for message in messages:
-                    message.content["control"] = control
-            return messages
-
-        def aggregate_train(
-            self, server_round: int, replies: Iterable[Message]
-        ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-            """:func:`~fedswa.server.server_step` over the valid replies (keyed by partition id)."""
-            valid, _ = self._check_and_log_replies(list(replies), is_train=True)
-            if not valid:
-                return None, None
-            cfg = self.config
-            results = {}
-            for msg in valid:
-                content = msg.content
-                metrics = next(iter(content.metric_records.values()))
-                record = next(iter(content.array_records.values()))
-                cid = int(metrics.get("partition-id", msg.metadata.src_node_id))
-                results[cid] = unpack_update(record, metrics, cfg.control_key)
-            control = self.control
-            if cfg.uses_control and control is None:
-                first = next(iter(results.values()))
-                upload = getattr(first, cfg.control_key) or {}
-                control = {k: v.new_zeros(v.shape) for k, v in upload.items()}
-            participation = None
-            if cfg.scale_by_participation and self._num_nodes:
-                participation = len(results) / self._num_nodes
-            state = ServerState(self._model_state, control, server_round - 1)
-            new = server_step(
-                state,
-                results,
-                alpha=cfg.alpha,
-                gamma=cfg.gamma if cfg.uses_control else None,
-                weights=cfg.weights,
-                warm_start=cfg.warm_start,
-                participation=participation,
-                control_key=cfg.control_key,
-            )
-            self.control = new.control
-            self._model_state = new.model_state
-            metrics = self.train_metrics_aggr_fn([m.content for m in valid], self.weighted_by_key)
-            return ArrayRecord(new.model_state), metrics
-
-    class FedSWA(FedAvgSWA):
-        """FedSWA on Flower: cyclic local LR (``rho=0``), twice FedAvg's peak LR, averaging."""
-
-        default_algorithm = "fedswa"
-
-    class FedMoSWA(FedAvgSWA):
-        """FedMoSWA on Flower: FedSWA plus momentum controls (``gamma=0.4``, warm start)."""
-
-        default_algorithm = "fedmoswa"
-
-    class Scaffold(FedAvgSWA):
-        """SCAFFOLD option II on Flower (Karimireddy et al. 2020): constant LR, ``c_i+ - c_i``
-        uploads, control step ``|S|/N``."""
-
-        default_algorithm = "scaffold"
-
-    class FedSAM(FedAvgSWA):
-        """FedSAM on Flower: SAM local steps (``sam_rho=0.05``), plain averaging."""
-
-        default_algorithm = "fedsam"
-
-    classes = {
-        "FedAvgSWA": FedAvgSWA, "FedSWA": FedSWA, "FedMoSWA": FedMoSWA, "Scaffold": Scaffold,
-        "FedSAM": FedSAM,
-    }  # fmt: skip
-    for name, cls in classes.items():
-        cls.__qualname__ = name
-        cls.__module__ = __name__
-    return classes
+__all__ = ["FedAvgSWA", "FedSWA", "FedMoSWA", "Scaffold", "FedSAM", "strategy_for"]
 
 
-def __getattr__(name: str):
-    if name in _CLASSES:
-        return _build()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+class FedAvgSWA(FedAvg):
+    """Base strategy: one registered :class:`~fedswa.algorithms.AlgorithmConfig` run on Flower.
+
+    ``configure_train`` adds ``eta`` (this round's peak local rate ``lr_factor * round_lr``),
+    ``rho``, ``local-steps``, ``weight-decay``, ``clip-norm`` (0 = off), ``sam-rho`` (0 = off),
+    ``batch-size``, ``seed`` and ``control-kind`` to the ConfigRecord and the server control
+    ``c`` as the ArrayRecord ``control``; ``aggregate_train`` calls
+    :func:`~fedswa.server.server_step` on the replies ordered by ``partition-id``.
+
+    Parameters
+    ----------
+    num_rounds : int
+        ``T`` of the round schedule (also pass it to ``start``).
+    eta0 : float
+        Round-0 rate ``> 0`` before ``lr_factor``.
+    local_steps : int, default=50
+        ``K`` (official HEAD cap).
+    batch_size : int, default=50
+        Official default.
+    seed : int, default=0
+        Seed of the clients' minibatch order (:func:`fedswa.simulate.client_seed`).
+    algorithm : str or AlgorithmConfig, optional
+        Defaults to the class's own (``"fedswa"`` for :class:`FedSWA`, ...).
+    **kwargs
+        Fields of :class:`~fedswa.algorithms.AlgorithmConfig` to override (``rho``, ``gamma``,
+        ``alpha``, ...) and FedAvg's sampling arguments (``fraction_train``,
+        ``min_train_nodes``, ``min_available_nodes``, ``fraction_evaluate``, ...).
+
+    Attributes
+    ----------
+    config : AlgorithmConfig
+    control : dict of str to Tensor or None
+        The server control ``c`` after the last aggregation.
+    """
+
+    default_algorithm = "fedavg"
+
+    def __init__(
+        self,
+        *,
+        num_rounds: int,
+        eta0: float,
+        local_steps: int = 50,
+        batch_size: int = 50,
+        seed: int = 0,
+        algorithm: str | AlgorithmConfig | None = None,
+        **kwargs,
+    ):
+        fields = set(AlgorithmConfig.__dataclass_fields__)
+        overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
+        kwargs.setdefault("fraction_evaluate", 0.0)
+        super().__init__(**kwargs)
+        base = algorithm if algorithm is not None else self.default_algorithm
+        cfg = get_algorithm(base) if isinstance(base, str) else base
+        self.config = cfg.replace(**overrides) if overrides else cfg
+        self.num_rounds = check_scalar(num_rounds, "num_rounds", kind=int, low=1)
+        self.eta0 = check_scalar(eta0, "eta0", low=0.0, inclusive="neither")
+        self.local_steps = check_scalar(local_steps, "local_steps", kind=int, low=1)
+        self.batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
+        self.seed = check_scalar(seed, "seed", kind=int, low=0)
+        self.control = None
+        self._model_state = None
+        self._num_nodes = None
+
+    def summary(self) -> None:
+        """Log FedAvg's summary and the algorithm configuration."""
+        super().summary()
+        log(20, "\t└──> Algorithm: %s", self.config)
+
+    def train_config(self, server_round: int) -> dict:
+        """The ConfigRecord entries of round `server_round` (1-based)."""
+        cfg = self.config
+        t = min(server_round - 1, self.num_rounds)
+        return {
+            "eta": cfg.lr_factor * round_lr(t, self.num_rounds, self.eta0, cfg.lr_schedule),
+            "rho": float(cfg.rho),
+            "local-steps": self.local_steps,
+            "weight-decay": float(cfg.weight_decay),
+            "clip-norm": float(cfg.clip_norm or 0.0),
+            "sam-rho": float(cfg.sam_rho or 0.0),
+            "batch-size": self.batch_size,
+            "seed": self.seed,
+            "control-kind": cfg.control,
+        }
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """FedAvg's sampling and messages, plus the round's hyper-parameters and ``c``."""
+        self._model_state = to_state_dict(arrays)
+        self._num_nodes = len(list(grid.get_node_ids()))
+        config = ConfigRecord({**dict(config), **self.train_config(server_round)})
+        messages = list(super().configure_train(server_round, arrays, config, grid))
+        if self.config.uses_control:
+            control = ArrayRecord(self.control) if self.control else ArrayRecord()
+            for message in messages:
+                message.content["control"] = control
+        return messages
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """:func:`~fedswa.server.server_step` over the valid replies (keyed by partition id)."""
+        valid, _ = self._check_and_log_replies(list(replies), is_train=True)
+        if not valid:
+            return None, None
+        cfg = self.config
+        results = {}
+        for msg in valid:
+            content = msg.content
+            metrics = next(iter(content.metric_records.values()))
+            record = next(iter(content.array_records.values()))
+            cid = int(metrics.get("partition-id", msg.metadata.src_node_id))
+            results[cid] = unpack_update(record, metrics, cfg.control_key)
+        control = self.control
+        if cfg.uses_control and control is None:
+            first = next(iter(results.values()))
+            upload = getattr(first, cfg.control_key) or {}
+            control = {k: v.new_zeros(v.shape) for k, v in upload.items()}
+        participation = None
+        if cfg.scale_by_participation and self._num_nodes:
+            participation = len(results) / self._num_nodes
+        state = ServerState(self._model_state, control, server_round - 1)
+        new = server_step(
+            state,
+            results,
+            alpha=cfg.alpha,
+            gamma=cfg.gamma if cfg.uses_control else None,
+            weights=cfg.weights,
+            warm_start=cfg.warm_start,
+            participation=participation,
+            control_key=cfg.control_key,
+        )
+        self.control = new.control
+        self._model_state = new.model_state
+        metrics = self.train_metrics_aggr_fn([m.content for m in valid], self.weighted_by_key)
+        return ArrayRecord(new.model_state), metrics
+
+
+class FedSWA(FedAvgSWA):
+    """FedSWA on Flower: cyclic local LR (``rho=0``), twice FedAvg's peak LR, averaging."""
+
+    default_algorithm = "fedswa"
+
+
+class FedMoSWA(FedAvgSWA):
+    """FedMoSWA on Flower: FedSWA plus momentum controls (``gamma=0.4``, warm start)."""
+
+    default_algorithm = "fedmoswa"
+
+
+class Scaffold(FedAvgSWA):
+    """SCAFFOLD option II on Flower (Karimireddy et al. 2020): constant LR, ``c_i+ - c_i``
+    uploads, control step ``|S|/N``."""
+
+    default_algorithm = "scaffold"
+
+
+class FedSAM(FedAvgSWA):
+    """FedSAM on Flower: SAM local steps (``sam_rho=0.05``), plain averaging."""
+
+    default_algorithm = "fedsam"
 
 
 _BY_NAME = {
-    "fedavg": "FedAvgSWA", "fedswa": "FedSWA", "fedmoswa": "FedMoSWA", "scaffold": "Scaffold",
-    "fedsam": "FedSAM",
+    "fedavg": FedAvgSWA, "fedswa": FedSWA, "fedmoswa": FedMoSWA, "scaffold": Scaffold,
+    "fedsam": FedSAM,
 }  # fmt: skip
 
 
 def strategy_for(algorithm: str, **kwargs):
     """The strategy of a registered algorithm name, e.g. ``strategy_for("fedmoswa", ...)``."""
     get_algorithm(algorithm)  # validates the name
-    return _build()[_BY_NAME[algorithm.lower()]](**kwargs)
+    return _BY_NAME[algorithm.lower()](**kwargs)

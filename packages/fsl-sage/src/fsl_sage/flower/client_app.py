@@ -2,12 +2,14 @@
 
 Per-client state (client model, its Adam state, the aux model) lives in ``context.state``;
 ``partition-id`` / ``num-partitions`` come from the node config, hyper-parameters from the run
-config (or the :class:`FlowerConfig` given to :func:`make_client_app`).
+config (or the :class:`FlowerConfig` given to :func:`make_client_app`). The module belongs to
+the extra ``[flower]`` (``optional-modules`` of the card): without flwr, importing it raises an
+ImportError naming ``pip install 'fsl-sage[flower]'``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from icml25_core.extras import requires_extra
 
 from ..roles import Client
 from ..simulate import evaluate as accuracy_of
@@ -20,8 +22,8 @@ from .records import (
     state_to_record,
 )
 
-if TYPE_CHECKING:
-    from flwr.app import ConfigRecord, Context, Message
+with requires_extra("fsl-sage", "flower"):
+    from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
 
 __all__ = ["app", "client_from_context", "make_client_app"]
@@ -63,8 +65,6 @@ def _receive(message: Message, client: Client) -> int:
 
 
 def _info(client: Client) -> ConfigRecord:
-    from flwr.app import ConfigRecord
-
     return ConfigRecord({"partition-id": client.client_id, "num-examples": client.num_samples})
 
 
@@ -81,12 +81,6 @@ def make_client_app(config: FlowerConfig | None = None) -> ClientApp:
     ``evaluate``
         Loads the final client and server models and replies the accuracy on local data.
     """
-    try:
-        from flwr.app import Message, MetricRecord, RecordDict
-        from flwr.clientapp import ClientApp
-    except ImportError as err:
-        raise ImportError("the Flower apps need flwr: pip install 'fsl-sage[flower]'") from err
-
     app = ClientApp()
 
     def cfg_of(context: Context) -> FlowerConfig:

@@ -1,15 +1,19 @@
-"""Conversions between torch objects and Flower records (Flower 1.42 Message API)."""
+"""Conversions between torch objects and Flower records (Flower 1.42 Message API).
+
+The module belongs to the extra ``[flower]`` (``optional-modules`` of the card): without flwr,
+importing it raises an ImportError naming ``pip install 'fsl-sage[flower]'``.
+"""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from icml25_core.extras import requires_extra
+
 from ..roles import SmashedBatch
 
-if TYPE_CHECKING:
+with requires_extra("fsl-sage", "flower"):
     from flwr.app import Array, ArrayRecord
 
 __all__ = [
@@ -24,8 +28,6 @@ __all__ = [
 
 
 def _array(t: torch.Tensor) -> Array:
-    from flwr.app import Array
-
     return Array(np.ascontiguousarray(t.detach().cpu().numpy()))
 
 
@@ -35,8 +37,6 @@ def _tensor(a: Array) -> torch.Tensor:
 
 def state_to_record(state: dict[str, torch.Tensor]) -> ArrayRecord:
     """A ``state_dict`` as an ArrayRecord (bit-exact)."""
-    from flwr.app import ArrayRecord
-
     return ArrayRecord({k: _array(v) for k, v in state.items()})
 
 
@@ -53,8 +53,6 @@ def record_nbytes(record: ArrayRecord) -> int:
 def batches_to_record(batches: list[SmashedBatch]) -> ArrayRecord:
     """Smashed batches as ``z.<iteration>`` / ``y.<iteration>`` arrays of one ArrayRecord, so
     each ``z`` stays paired with its labels (spec pitfalls: message order)."""
-    from flwr.app import ArrayRecord
-
     rec = {}
     for b in batches:
         rec[f"z.{b.iteration}"] = _array(b.z)
@@ -73,8 +71,6 @@ def batches_from_record(record: ArrayRecord, client_id: int) -> list[SmashedBatc
 
 def optimizer_to_record(opt: torch.optim.Optimizer) -> ArrayRecord:
     """The per-parameter state of ``opt`` (Adam: ``step``, ``exp_avg``, ``exp_avg_sq``)."""
-    from flwr.app import ArrayRecord
-
     rec = {}
     for idx, entries in opt.state_dict()["state"].items():
         for name, value in entries.items():

@@ -12,6 +12,9 @@ Protocol per round ``t`` (the "round" schedule of :mod:`fsl_sage.simulate`):
 
 After the last round, ``evaluate`` sends the final client and server models for accuracy on each
 client's data. Bytes are counted from the arrays sent (:class:`fsl_sage.CommMeter`).
+
+The module belongs to the extra ``[flower]`` (``optional-modules`` of the card): without flwr,
+importing it raises an ImportError naming ``pip install 'fsl-sage[flower]'``.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
+
+from icml25_core.extras import requires_extra
 
 from ..comm import CommMeter
 from ..roles import FServer, SServer
@@ -31,8 +35,8 @@ from ..simulate import evaluate as accuracy_of
 from .config import FlowerConfig, build_split, load_test
 from .records import batches_from_record, record_nbytes, state_from_record, state_to_record
 
-if TYPE_CHECKING:
-    from flwr.app import Message
+with requires_extra("fsl-sage", "flower"):
+    from flwr.app import ConfigRecord, Context, Message, RecordDict
     from flwr.serverapp import Grid, ServerApp
 
 __all__ = ["app", "make_server_app"]
@@ -80,12 +84,6 @@ def make_server_app(
         Called with ``{"history", "bytes", "official_bytes", "client_model", "server_model",
         "aux", "client_metrics"}`` after the run (states as ``state_dict``s).
     """
-    try:
-        from flwr.app import ConfigRecord, Context, Message, RecordDict
-        from flwr.serverapp import ServerApp
-    except ImportError as err:
-        raise ImportError("the Flower apps need flwr: pip install 'fsl-sage[flower]'") from err
-
     app = ServerApp()
 
     @app.main()

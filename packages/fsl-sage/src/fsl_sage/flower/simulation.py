@@ -4,18 +4,31 @@ Needs ``pip install fsl-sage[simulation]``. For the deployment engine across mac
 SuperLink and one SuperNode per client (``--node-config "partition-id=0 num-partitions=2"``)
 and ``flwr run`` a Flower app whose ``serverapp`` / ``clientapp`` are
 ``fsl_sage.flower.server_app:app`` / ``fsl_sage.flower.client_app:app``.
+
+The module belongs to the extra ``[simulation]`` (``optional-modules`` of the card): without
+Ray, importing it raises an ImportError naming ``pip install 'fsl-sage[simulation]'`` (without
+flwr, the ``[flower]`` one of the apps it imports first).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from importlib.util import find_spec
 
 import torch
+
+from icml25_core.extras import requires_extra
 
 from .client_app import make_client_app
 from .config import FlowerConfig
 from .server_app import make_server_app
+
+with requires_extra("fsl-sage", "simulation"):
+    from flwr.simulation import run_simulation
+
+    if find_spec("ray") is None:  # flwr.simulation imports without Ray; a run would exit
+        raise ModuleNotFoundError("No module named 'ray'", name="ray")
 
 __all__ = ["run_flower_simulation"]
 
@@ -33,11 +46,6 @@ def run_flower_simulation(cfg: FlowerConfig, *, num_cpus_per_client: float = 1.0
     RuntimeError
         If the run ended without a result (a ClientApp or the ServerApp failed).
     """
-    try:
-        from flwr.simulation import run_simulation
-    except ImportError as err:
-        raise ImportError("Flower's simulation engine: pip install 'fsl-sage[simulation]'") from err
-
     if not isinstance(cfg, FlowerConfig):
         raise TypeError(f"`cfg` must be a FlowerConfig, got {type(cfg).__name__}")
     result: dict = {}

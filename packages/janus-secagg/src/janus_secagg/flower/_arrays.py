@@ -2,6 +2,11 @@
 
 import numpy as np
 
+from icml25_core.extras import requires_extra
+
+with requires_extra("janus-secagg", "flower"):
+    from flwr.app import Array, ArrayRecord
+
 
 def flatten(record) -> np.ndarray:
     """All arrays of `record`, in key order, as one float64 vector."""
@@ -10,8 +15,6 @@ def flatten(record) -> np.ndarray:
 
 def unflatten(vector: np.ndarray, template):
     """An ``ArrayRecord`` with `template`'s keys, shapes and dtypes filled from `vector`."""
-    from flwr.app import Array, ArrayRecord
-
     arrays, start = {}, 0
     for key in template:
         like = template[key].numpy()

@@ -12,6 +12,8 @@ import functools
 
 import numpy as np
 
+from icml25_core.extras import requires_extra
+
 from ..client import JanusClient
 from ..commitment import CommitmentKey
 from ..keys import ClientKeys, ServerPublicKeys
@@ -19,6 +21,9 @@ from ..messages import AggA, AggB
 from ..net import Remote
 from ..params import JanusParams
 from ._arrays import flatten, unflatten
+
+with requires_extra("janus-secagg", "flower"):
+    from flwr.app import Array, ArrayRecord, ConfigRecord, MessageType
 
 AGG_A_KEY = "janus.agg-a"
 TO_A_KEY = "janus.to-a"
@@ -33,7 +38,6 @@ def _commitment_key(params: JanusParams, cache_dir) -> CommitmentKey:
 
 def _client_keys(context, b: Remote) -> ClientKeys:
     """The node's Ed25519 key, kept in ``context.state``; registered with B on first use."""
-    from flwr.app import ConfigRecord
     from nacl.signing import SigningKey
 
     state = context.state.get(_STATE)
@@ -46,8 +50,6 @@ def _client_keys(context, b: Remote) -> ClientKeys:
 
 
 def _train(msg, context, call_next, settings: dict):
-    from flwr.app import Array, ArrayRecord, ConfigRecord, MessageType
-
     if msg.metadata.message_type != MessageType.TRAIN:
         return call_next(msg, context)
     b = Remote(settings["b_host"], settings["b_port"])

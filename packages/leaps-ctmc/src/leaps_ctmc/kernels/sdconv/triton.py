@@ -6,30 +6,27 @@ W_n = SiLU(A[c, o, :] . SiLU(h[b, :, n]) + b1[c, o]) + b2[c, o] + m[b, o] in reg
 accumulates W_n * e[b, c, n + o], so the [B, C, K, N] weight tensor of the reference is never
 written to memory. Runs on CUDA tensors, or on CPU under ``TRITON_INTERPRET=1`` (tests).
 The backward pass is not a kernel: the autograd Function in ``__init__`` recomputes through the
-PyTorch factored form. triton is an optional extra, so it is imported, and the kernel jitted, on
-first use (annotations stay strings until then).
+PyTorch factored form.
+
+This module belongs to the ``[triton]`` extra (card ``optional-modules``): it imports triton at
+its top and jits the kernel on import, when Triton reads ``TRITON_INTERPRET``. The dispatcher
+(:mod:`leaps_ctmc.kernels.sdconv`) imports it when the Triton form first runs.
 """
-
-from __future__ import annotations
-
-import functools
 
 import torch
 
-__all__ = ["triton_sdconv"]
-tl = None  # triton.language, bound by _kernel() on first use
+from icml25_core.extras import requires_extra
 
+from .naive import offset_index
 
-@functools.cache
-def _kernel():
-    global tl
+with requires_extra("leaps-ctmc", "triton"):
     import triton
-    import triton.language
+    import triton.language as tl
 
-    tl = triton.language
-    return triton, triton.jit(_sdconv_fwd)
+__all__ = ["triton_sdconv"]
 
 
+@triton.jit
 def _sdconv_fwd(
     s_ptr, e_ptr, a_ptr, b1_ptr, b2_ptr, m_ptr, index_ptr, keep_ptr, out_ptr,
     C, K, N, E_CH,
@@ -58,9 +55,6 @@ def _sdconv_fwd(
 
 def triton_sdconv(h, e, A, b1, b2, m):
     """Same inputs, output and maths as ``naive_sdconv`` (float32 compute)."""
-    from .naive import offset_index
-
-    triton, kernel = _kernel()
     B, C, rows, cols = h.shape
     K, N = A.shape[1], rows * cols
     k = round(K**0.5)
@@ -70,7 +64,7 @@ def triton_sdconv(h, e, A, b1, b2, m):
     out = torch.empty(B, C, N, dtype=f32, device=h.device)
     block = min(256, triton.next_power_of_2(N))
     grid = (B, C, triton.cdiv(N, block))
-    kernel[grid](
+    _sdconv_fwd[grid](
         s, e.to(f32).reshape(B, e.shape[1], N).contiguous(), A.to(f32).contiguous(),
         b1.to(f32).contiguous(), b2.to(f32).contiguous(), m.to(f32).contiguous(),
         index.to(torch.int32).contiguous(), keep.to(f32).contiguous(), out,

@@ -36,9 +36,7 @@ def pick_backend(x: torch.Tensor, *, block: int, grid: str, sparse48: bool) -> s
 
 
 def _launch_fwd(x, bits, block, trust, clip_scale, rotate, alpha, mode):
-    from .triton import kernels
-
-    quest_fwd_kernel, _ = kernels()
+    from .triton import quest_fwd_kernel  # the [triton] extra, imported on use
 
     m, k = x.shape
     x = x.contiguous()
@@ -96,9 +94,7 @@ def _(x, bits, block, trust, clip_scale, rotate, alpha):
 def quest_bwd_triton(
     g: torch.Tensor, maskbits: torch.Tensor, block: int, rotate: bool
 ) -> torch.Tensor:
-    from .triton import kernels
-
-    _, quest_bwd_kernel = kernels()
+    from .triton import quest_bwd_kernel  # the [triton] extra, imported on use
 
     m, k = g.shape
     g = g.contiguous()

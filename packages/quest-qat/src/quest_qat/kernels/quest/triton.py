@@ -5,94 +5,91 @@ accumulates ``Σ x_h²`` for the row RMS, a second pass rotates again, quantizes
 ``x̂`` plus a 1-bit-per-entry trust mask (``MODE=0``, training) or the int8 codes plus their row
 sums (``MODE=1``, int4 inference). ``H`` is loaded once per program and every product uses
 ``tl.dot(..., input_precision="ieee")`` (Triton's GPU default is TF32, triton #5895).
+
+This module belongs to the ``[triton]`` extra (card ``optional-modules``): it imports triton at
+its top and decorates the kernels on import, when Triton reads ``TRITON_INTERPRET``. The
+dispatcher in :mod:`quest_qat.kernels.quest` imports it inside the functions that launch a
+kernel, after :func:`icml25_core.select_backend` has chosen a Triton backend.
 """
 
-import functools
+from icml25_core.extras import requires_extra
 
-
-@functools.cache
-def kernels():
-    """Compile-on-first-use kernels ``(quest_fwd_kernel, quest_bwd_kernel)``.
-
-    triton is imported here, not at module level: it is an optional extra (``[triton]``). The
-    names ``triton`` and ``tl`` are bound as module globals, where ``@triton.jit`` resolves them.
-    """
-    global triton, tl
+with requires_extra("quest-qat", "triton"):
     import triton
     import triton.language as tl
 
-    @triton.jit
-    def quest_fwd_kernel(
-        X, H, XHAT, MASKBITS, CODES, STEP, ROWSUM,
-        M, K, alpha, trust_half, clip_thr, n_steps, qmin, qmax,
-        BLOCK_M: tl.constexpr, HB: tl.constexpr, ROTATE: tl.constexpr,
-        USE_CLIP: tl.constexpr, TRUST_INF: tl.constexpr, MODE: tl.constexpr,
-    ):  # fmt: skip
-        pid = tl.program_id(0)
-        rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-        rmask = rows < M
-        cols = tl.arange(0, HB)
-        h = tl.load(H + cols[:, None] * HB + cols[None, :])
-        acc = tl.zeros([BLOCK_M], dtype=tl.float32)
-        for k0 in range(0, K, HB):
-            x = tl.load(X + rows[:, None] * K + k0 + cols[None, :], mask=rmask[:, None], other=0.0)
-            x = x.to(tl.float32)
-            if ROTATE:
-                x = tl.dot(x, h, input_precision="ieee")
-            acc += tl.sum(x * x, axis=1)
-        sigma = tl.sqrt(acc / K)
-        step = 2.0 * (alpha * sigma + 1e-8) / n_steps
-        tl.store(STEP + rows, step, mask=rmask)
-        rowsum = tl.zeros([BLOCK_M], dtype=tl.int32)
-        weights = 1 << tl.arange(0, 8)
-        for k0 in range(0, K, HB):
-            offs = rows[:, None] * K + k0 + cols[None, :]
-            x = tl.load(X + offs, mask=rmask[:, None], other=0.0).to(tl.float32)
-            if ROTATE:
-                x = tl.dot(x, h, input_precision="ieee")
-            q = tl.floor(x / step[:, None])
-            q = tl.minimum(tl.maximum(q, qmin), qmax)
-            if MODE == 0:
-                xhat = (q + 0.5) * step[:, None]
-                tl.store(XHAT + offs, xhat.to(XHAT.dtype.element_ty), mask=rmask[:, None])
-                if USE_CLIP:
-                    keep = tl.abs(x) <= clip_thr * sigma[:, None]
-                elif TRUST_INF:
-                    keep = x == x
-                else:
-                    keep = tl.abs(xhat - x) <= trust_half * step[:, None]
-                bits = tl.reshape(keep.to(tl.int32), [BLOCK_M, HB // 8, 8]) * weights[None, None, :]
-                packed = tl.sum(bits, axis=2).to(tl.uint8)
-                boffs = rows[:, None] * (K // 8) + k0 // 8 + tl.arange(0, HB // 8)[None, :]
-                tl.store(MASKBITS + boffs, packed, mask=rmask[:, None])
+__all__ = ["quest_bwd_kernel", "quest_fwd_kernel"]
+
+
+@triton.jit
+def quest_fwd_kernel(
+    X, H, XHAT, MASKBITS, CODES, STEP, ROWSUM,
+    M, K, alpha, trust_half, clip_thr, n_steps, qmin, qmax,
+    BLOCK_M: tl.constexpr, HB: tl.constexpr, ROTATE: tl.constexpr,
+    USE_CLIP: tl.constexpr, TRUST_INF: tl.constexpr, MODE: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    rmask = rows < M
+    cols = tl.arange(0, HB)
+    h = tl.load(H + cols[:, None] * HB + cols[None, :])
+    acc = tl.zeros([BLOCK_M], dtype=tl.float32)
+    for k0 in range(0, K, HB):
+        x = tl.load(X + rows[:, None] * K + k0 + cols[None, :], mask=rmask[:, None], other=0.0)
+        x = x.to(tl.float32)
+        if ROTATE:
+            x = tl.dot(x, h, input_precision="ieee")
+        acc += tl.sum(x * x, axis=1)
+    sigma = tl.sqrt(acc / K)
+    step = 2.0 * (alpha * sigma + 1e-8) / n_steps
+    tl.store(STEP + rows, step, mask=rmask)
+    rowsum = tl.zeros([BLOCK_M], dtype=tl.int32)
+    weights = 1 << tl.arange(0, 8)
+    for k0 in range(0, K, HB):
+        offs = rows[:, None] * K + k0 + cols[None, :]
+        x = tl.load(X + offs, mask=rmask[:, None], other=0.0).to(tl.float32)
+        if ROTATE:
+            x = tl.dot(x, h, input_precision="ieee")
+        q = tl.floor(x / step[:, None])
+        q = tl.minimum(tl.maximum(q, qmin), qmax)
+        if MODE == 0:
+            xhat = (q + 0.5) * step[:, None]
+            tl.store(XHAT + offs, xhat.to(XHAT.dtype.element_ty), mask=rmask[:, None])
+            if USE_CLIP:
+                keep = tl.abs(x) <= clip_thr * sigma[:, None]
+            elif TRUST_INF:
+                keep = x == x
             else:
-                qi = q.to(tl.int32)
-                rowsum += tl.sum(qi, axis=1)
-                tl.store(CODES + offs, qi.to(tl.int8), mask=rmask[:, None])
-        if MODE == 1:
-            tl.store(ROWSUM + rows, rowsum, mask=rmask)
+                keep = tl.abs(xhat - x) <= trust_half * step[:, None]
+            bits = tl.reshape(keep.to(tl.int32), [BLOCK_M, HB // 8, 8]) * weights[None, None, :]
+            packed = tl.sum(bits, axis=2).to(tl.uint8)
+            boffs = rows[:, None] * (K // 8) + k0 // 8 + tl.arange(0, HB // 8)[None, :]
+            tl.store(MASKBITS + boffs, packed, mask=rmask[:, None])
+        else:
+            qi = q.to(tl.int32)
+            rowsum += tl.sum(qi, axis=1)
+            tl.store(CODES + offs, qi.to(tl.int8), mask=rmask[:, None])
+    if MODE == 1:
+        tl.store(ROWSUM + rows, rowsum, mask=rmask)
 
-    @triton.jit
-    def quest_bwd_kernel(
-        G, MASKBITS, H, OUT, M, K,
-        BLOCK_M: tl.constexpr, HB: tl.constexpr, ROTATE: tl.constexpr,
-    ):  # fmt: skip
-        pid = tl.program_id(0)
-        rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-        rmask = rows < M
-        cols = tl.arange(0, HB)
-        h = tl.load(H + cols[:, None] * HB + cols[None, :])
-        for k0 in range(0, K, HB):
-            offs = rows[:, None] * K + k0 + cols[None, :]
-            g = tl.load(G + offs, mask=rmask[:, None], other=0.0).to(tl.float32)
-            c = k0 + cols[None, :]
-            byte = tl.load(
-                MASKBITS + rows[:, None] * (K // 8) + c // 8, mask=rmask[:, None], other=0
-            )
-            bit = (byte.to(tl.int32) >> (c % 8)) & 1
-            g = g * bit.to(tl.float32)
-            if ROTATE:
-                g = tl.dot(g, h, input_precision="ieee")
-            tl.store(OUT + offs, g.to(OUT.dtype.element_ty), mask=rmask[:, None])
 
-    return quest_fwd_kernel, quest_bwd_kernel
+@triton.jit
+def quest_bwd_kernel(
+    G, MASKBITS, H, OUT, M, K,
+    BLOCK_M: tl.constexpr, HB: tl.constexpr, ROTATE: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    rmask = rows < M
+    cols = tl.arange(0, HB)
+    h = tl.load(H + cols[:, None] * HB + cols[None, :])
+    for k0 in range(0, K, HB):
+        offs = rows[:, None] * K + k0 + cols[None, :]
+        g = tl.load(G + offs, mask=rmask[:, None], other=0.0).to(tl.float32)
+        c = k0 + cols[None, :]
+        byte = tl.load(MASKBITS + rows[:, None] * (K // 8) + c // 8, mask=rmask[:, None], other=0)
+        bit = (byte.to(tl.int32) >> (c % 8)) & 1
+        g = g * bit.to(tl.float32)
+        if ROTATE:
+            g = tl.dot(g, h, input_precision="ieee")
+        tl.store(OUT + offs, g.to(OUT.dtype.element_ty), mask=rmask[:, None])
