@@ -12,6 +12,7 @@ run, so disk use peaks at one venv (a torch + Triton venv is ~2.4 GB) instead of
     nox -s tests -- permucate        # one library (names after --; pytest options after them)
     nox -s tests -- permucate -m "not slow"
     nox -s reproduce                 # every finished library's main job + one summary table
+    nox -s compose                   # every library in one venv: pip check, imports, examples
     nox -s lint | build | kernels | bench
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +37,12 @@ CORE = "icml25-core"
 CONSTRAINTS = ROOT / "tools" / "constraints.txt"
 REPORTS = ROOT / "reports"
 DIST = ROOT / "dist"
+COMPOSE_EXAMPLES = ROOT / "examples" / "compose"
+COMPOSE_PIP_LOG = ROOT / ".nox" / "compose-pip.log"  # pip's --log: what --quiet hides
 ALIASES = {"shared": CORE}  # folder names a user may type for a distribution name
+IMPORT_EACH = """import importlib, sys
+for name in sys.argv[1:]:
+    print(name, getattr(importlib.import_module(name), "__version__", "imported"))"""
 CORE_TORCH_TESTS = [str(p) for p in sorted((ROOT / "shared" / "tests").glob("*torch*.py"))]
 
 nox.options.sessions = ["lint", "tests"]
@@ -50,6 +57,16 @@ def _pyproject(folder: Path) -> dict:
 def libraries() -> dict[str, Path]:
     """``{dist-name: folder}`` of every library under ``packages/``."""
     return {p.parent.name: p.parent for p in sorted(ROOT.glob("packages/*/pyproject.toml"))}
+
+
+def source_files(folder: Path) -> tuple[Path, ...]:
+    """Every file under `folder` except build outputs (``build``, ``dist``, ``__pycache__``)."""
+    return tuple(
+        path
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+        and not {"build", "dist", "__pycache__"} & set(path.relative_to(folder).parts)
+    )
 
 
 def kernel_packages() -> dict[str, Path]:
@@ -183,10 +200,67 @@ def ensure_debian(session: nox.Session, packages: list[str]) -> None:
     if not missing:
         return
     if hasattr(os, "geteuid") and os.geteuid() == 0:
-        session.run("apt-get", "update", "-qq", external=True)
-        session.run("apt-get", "install", "-y", "-qq", *missing, external=True)
+        wait = ("-o", "DPkg::Lock::Timeout=300")  # for a dpkg/apt lock another process holds
+        session.run("apt-get", *wait, "update", "-qq", external=True)
+        session.run("apt-get", *wait, "install", "-y", "-qq", *missing, external=True)
     else:
         session.error(f"missing Debian packages; run: sudo apt-get install -y {' '.join(missing)}")
+
+
+def compose_requirement(session: nox.Session, folder: Path) -> str:
+    """The library (a wheel built from `folder`, as a user installs it) with its card's
+    ``compose-extras``; a name that is no extra of its pyproject is an error."""
+    extras = card(folder).get("compose-extras", [])
+    declared = _pyproject(folder).get("project", {}).get("optional-dependencies", {})
+    unknown = [extra for extra in extras if extra not in declared]
+    if unknown:
+        session.error(
+            f"{folder / 'pyproject.toml'}: compose-extras names no extra of the library: "
+            f"{', '.join(unknown)} (declared: {', '.join(declared)})"
+        )
+    return f"{folder}[{','.join(extras)}]" if extras else str(folder)
+
+
+def resolver_conflict(pip_log: str) -> list[str]:
+    """The requirements pip's resolver blames under "The conflict is caused by:" in a ``--log``
+    file, one per item, without the log's timestamps; empty if it has none."""
+    stamp = re.compile(r"^\d{4}-\d\d-\d\dT[\d:,.]+")
+    lines = [stamp.sub("", line).strip() for line in pip_log.splitlines()]
+    heading = "The conflict is caused by:"
+    if heading not in lines:
+        return []
+    start = len(lines) - lines[::-1].index(heading)  # the last report
+    end = lines.index("", start) if "" in lines[start:] else len(lines)
+    return lines[start:end]
+
+
+def compose_venv(session: nox.Session, libs: dict[str, Path]) -> Path:
+    """``.nox/compose``: the core and every library with its compose-extras, installed as wheels
+    (not editable: what runs is what a user gets), rebuilt when a pyproject or source changes.
+
+    A resolver conflict fails the session with the requirements pip blames.
+    """
+    folders = [ROOT / "shared", *libs.values()]
+    sources = [path for f in folders for path in (f / "pyproject.toml", *source_files(f / "src"))]
+    COMPOSE_PIP_LOG.unlink(missing_ok=True)
+    requirements = [str(ROOT / "shared"), *(compose_requirement(session, f) for f in libs.values())]
+    try:
+        venv = make_venv(
+            session, "compose", ["--log", str(COMPOSE_PIP_LOG), *requirements],
+            stamp_files=tuple(sources),
+        )  # fmt: skip
+    except CommandFailed:
+        log = COMPOSE_PIP_LOG.read_text() if COMPOSE_PIP_LOG.exists() else ""
+        conflict = resolver_conflict(log)
+        if conflict:
+            session.error(
+                "the libraries' requirements conflict:\n    " + "\n    ".join(conflict) + "\n"
+                "widen a range, or leave the extra that brings one out of its card's "
+                "compose-extras and list it in README.md's compose section"
+            )
+        raise
+    COMPOSE_PIP_LOG.unlink(missing_ok=True)  # ~60 MB of debug lines, kept only when pip fails
+    return venv
 
 
 def report_timings(session: nox.Session, title: str, timings: dict[str, float]) -> None:
@@ -272,6 +346,46 @@ def reproduce(session: nox.Session) -> None:
 
 
 @nox.session
+def compose(session: nox.Session) -> None:
+    """Every library with its card's compose-extras in ONE venv, as a downstream project has them:
+    ``pip check``, import each library (and the modules of those extras), run examples/compose/.
+
+    Requirements that cannot be installed together fail the session, naming them. A failing
+    example does not stop the others; the session names it at the end.
+    """
+    libs = libraries()
+    debian = {package for folder in libs.values() for package in card(folder).get("debian", [])}
+    ensure_debian(session, sorted(debian))  # the real inputs the examples draw from
+    start = time.perf_counter()
+    venv = compose_venv(session, libs)
+    timings, failed = {"install": time.perf_counter() - start}, []
+    python = _bin(venv, "python")
+    try:
+        session.run(python, "-m", "pip", "check", external=True)
+        modules = [import_name(dist) for dist in libs] + [
+            module
+            for folder in libs.values()
+            for module, extra in card(folder).get("optional-modules", {}).items()
+            if extra in card(folder).get("compose-extras", [])
+        ]
+        session.run(python, "-c", IMPORT_EACH, *modules, external=True)
+        env = {k: v for f in libs.values() for k, v in library_env(f).items()}  # all cards' env
+        for script in sorted(COMPOSE_EXAMPLES.glob("*.py")):
+            start = time.perf_counter()
+            try:
+                session.run(python, str(script), external=True, env=env)
+            except CommandFailed:
+                failed.append(script.name)
+            timings[script.name] = time.perf_counter() - start
+    finally:
+        if os.environ.get("ICML25_DROP_VENVS") == "1":
+            shutil.rmtree(venv)
+    report_timings(session, "compose time", timings)
+    if failed:
+        session.error(f"examples/compose/ failed: {', '.join(failed)}")
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff, the import-declaration check and the README table check."""
     venv = dev_tools(session, "pytest", "ruff", "nox")
@@ -320,12 +434,7 @@ def kernels(session: nox.Session) -> None:
         return
     selected, pytest_args = select(session, pool)
     for name, folder in selected.items():
-        sources = tuple(  # rebuilt whenever a source, CMakeLists or pyproject changes
-            path
-            for path in sorted(folder.rglob("*"))
-            if path.is_file()
-            and not {"build", "dist", "__pycache__"} & set(path.relative_to(folder).parts)
-        )
+        sources = source_files(folder)  # rebuilt whenever a source, CMakeLists or pyproject changes
         venv = make_venv(session, f"kernels-{name}", [f"{folder}[test]"], stamp_files=sources)
         session.run(
             _bin(venv, "python"), "-m", "pytest", str(folder / "tests"), *pytest_args, external=True

@@ -107,6 +107,13 @@ def package_dirs(root: Path = REPO_ROOT) -> list[Path]:
     return sorted(p for p in packages.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
 
 
+def distributions(root: Path = REPO_ROOT) -> dict[str, Path]:
+    """``{dist: folder}`` of what is released from `root`: the core, then each library with a
+    ``pyproject.toml`` (``packages/<dist>/``)."""
+    folders = {CORE_DIST: Path(root) / CORE_DIR, **{p.name: p for p in package_dirs(root)}}
+    return {dist: path for dist, path in folders.items() if (path / "pyproject.toml").is_file()}
+
+
 def card(pyproject: Path) -> dict:
     """The ``[tool.icml25]`` table of a library's pyproject (empty if it has none)."""
     return read_toml(pyproject).get("tool", {}).get("icml25", {})

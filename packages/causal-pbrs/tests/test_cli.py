@@ -1,42 +1,17 @@
-"""The console script: help, `bound`, `run`, `reproduce`."""
+"""The console script's own commands, `bound` and `run` (the shared contract checks the rest)."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from causal_pbrs import WindyGrid, __version__, causal_upper_bound, random_policy
+from causal_pbrs import WindyGrid, causal_upper_bound, random_policy
 from causal_pbrs.cli import main
 
 
-def test_help_lists_the_commands(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
-    assert all(word in out for word in ("bound", "run", "reproduce"))
-
-
-def test_reproduce_help_lists_options(capsys):
-    with pytest.raises(SystemExit):
-        main(["reproduce", "--help"])
-    out = capsys.readouterr().out
-    assert "--out" in out
-    assert "--full" in out
-
-
-def test_version_is_printed(capsys):
-    with pytest.raises(SystemExit):
-        main(["--version"])
-    assert __version__ in capsys.readouterr().out
-
-
-def test_console_module_runs():
-    done = subprocess.run([sys.executable, "-m", "causal_pbrs.cli", "bound", "--help"],
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0
-    assert "--reward-max" in done.stdout
+def test_module_runs_the_bound_command(run_console):
+    result = run_console("causal_pbrs.cli", "bound", "--help", module=True)
+    assert result.code == 0
+    assert "--reward-max" in result.out
 
 
 def test_bound_writes_the_same_bound_as_python(tmp_path, capsys):
@@ -109,11 +84,3 @@ def test_run_checks_its_output_folder_before_running(capsys):
     with pytest.raises(SystemExit, match="--out: folder /no/such/dir does not exist"):
         main(["run", "empty8", "--episodes", "5", "--out", "/no/such/dir/r.json"])
     assert "cumulative gap regret" not in capsys.readouterr().out  # nothing was run
-
-
-def test_reproduce_reports_an_unusable_report_folder(tmp_path, capsys):
-    (tmp_path / "taken").write_text("a file, not a folder\n")
-    with pytest.raises(SystemExit) as info:
-        main(["reproduce", "--out", str(tmp_path / "taken" / "reports")])
-    assert info.value.code == 2
-    assert "argument --out" in capsys.readouterr().err

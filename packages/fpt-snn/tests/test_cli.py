@@ -1,35 +1,14 @@
-"""The console script: help, convergence table, bench, reproduce wiring."""
-
-import subprocess
-import sys
+"""The console script's own commands: convergence table, bench, reproduce wiring (the shared
+contract checks help, version and usage errors)."""
 
 import pytest
-from fpt_snn import __version__
 from fpt_snn.cli import main
 
 
-def test_help_lists_the_commands(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
-    for command in ("reproduce", "convergence", "bench"):
-        assert command in out
-
-
-def test_reproduce_help_lists_options(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["reproduce", "--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
-    for option in ("--out", "--full", "--seed"):
-        assert option in out
-
-
-def test_version_is_printed(capsys):
-    with pytest.raises(SystemExit):
-        main(["--version"])
-    assert __version__ in capsys.readouterr().out
+def test_reproduce_help_lists_the_seed(run_main):
+    result = run_main(main, "reproduce", "--help")
+    assert result.code == 0
+    assert "--seed" in result.out
 
 
 def test_convergence_prints_zero_mismatch_at_K_eq_T(capsys):
@@ -56,11 +35,8 @@ def test_bench_prints_a_table(capsys):
         (["convergence", "--T", "abc"], "invalid positive integer value: 'abc'"),
     ],
 )
-def test_bad_arguments_exit_with_a_message(argv, match, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    assert match in capsys.readouterr().err
+def test_bad_arguments_exit_with_a_message(argv, match, run_main):
+    assert match in run_main(main, *argv).usage_error()
 
 
 def test_convergence_bad_tau_is_a_clean_exit():
@@ -68,16 +44,10 @@ def test_convergence_bad_tau_is_a_clean_exit():
         main(["convergence", "--T", "3", "--neurons", "10", "--tau", "0.5"])
 
 
-def test_console_script_module_runs():
-    done = subprocess.run(
-        [sys.executable, "-m", "fpt_snn.cli", "convergence", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0
-    assert "--K-max" in done.stdout
+def test_module_runs_the_convergence_command(run_console):
+    result = run_console("fpt_snn.cli", "convergence", "--help", module=True)
+    assert result.code == 0
+    assert "--K-max" in result.out
 
 
 def test_reproduce_without_its_extra_exits_with_the_install_line(monkeypatch, tmp_path):
@@ -91,23 +61,10 @@ def test_reproduce_without_its_extra_exits_with_the_install_line(monkeypatch, tm
         main(["reproduce", "--out", str(tmp_path)])
 
 
-def test_bad_argument_message_hides_internal_names(capsys):
-    with pytest.raises(SystemExit):
-        main(["bench", "--sizes", "x"])
-    assert "_positive_int" not in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    ("make", "message"), [("file", "is a file"), ("under-file", "cannot be created")]
-)
-def test_reproduce_bad_out_is_a_usage_error(tmp_path, capsys, make, message):
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
-    target = blocker if make == "file" else blocker / "sub"
-    with pytest.raises(SystemExit) as info:
-        main(["reproduce", "--out", str(target)])
-    assert info.value.code == 2
-    assert message in capsys.readouterr().err
+def test_bad_argument_message_hides_internal_names(run_main):
+    result = run_main(main, "bench", "--sizes", "x")
+    assert result.code == 2
+    assert "_positive_int" not in result.err
 
 
 def test_convergence_takes_v_threshold(capsys):
@@ -119,15 +76,11 @@ def test_convergence_takes_v_threshold(capsys):
         main(["convergence", "--T", "3", "--neurons", "10", "--v-threshold", "0"])
 
 
-def test_bench_and_convergence_help_document_options(capsys):
-    with pytest.raises(SystemExit):
-        main(["bench", "--help"])
-    out = capsys.readouterr().out
+def test_bench_and_convergence_help_document_options(run_main):
+    out = run_main(main, "bench", "--help").out
     assert "N*T" in out
     assert "default: 5" in out
-    with pytest.raises(SystemExit):
-        main(["convergence", "--help"])
-    assert "N(0.6, 0.8^2)" in capsys.readouterr().out
+    assert "N(0.6, 0.8^2)" in run_main(main, "convergence", "--help").out
 
 
 def test_convergence_on_your_own_currents(tmp_path, capsys):

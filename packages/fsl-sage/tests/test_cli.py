@@ -1,34 +1,10 @@
-"""The console script: help, version, `run` on digits and `bench`-free parsing."""
+"""The console script's own command: `run` on digits and its errors (the shared contract checks
+help, version and usage errors)."""
 
 import json
 
 import pytest
-from fsl_sage import __version__
 from fsl_sage.cli import main
-
-
-def test_help_lists_commands(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
-    for command in ("reproduce", "run", "bench"):
-        assert command in out
-
-
-def test_reproduce_help_lists_options(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["reproduce", "--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
-    assert "--out" in out
-    assert "--full" in out
-
-
-def test_version_is_printed(capsys):
-    with pytest.raises(SystemExit):
-        main(["--version"])
-    assert __version__ in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("alg", ["fsl_sage", "splitfed_v2"])
@@ -47,10 +23,8 @@ def test_run_rejects_unknown_algorithm():
         main(["run", "--alg", "sgd"])
 
 
-def test_run_help_shows_defaults(capsys):
-    with pytest.raises(SystemExit):
-        main(["run", "--help"])
-    out = capsys.readouterr().out
+def test_run_help_shows_defaults(run_main):
+    out = run_main(main, "run", "--help").out
     assert "(default: 5)" in out
     assert "(default: fsl_sage)" in out
 
@@ -68,19 +42,8 @@ def test_run_help_shows_defaults(capsys):
         (["--flower", "--alg", "fedavg"], "--flower runs FSL-SAGE only"),
     ],
 )
-def test_run_reports_bad_arguments_as_usage_errors(capsys, argv, match):
+def test_run_reports_bad_arguments_as_usage_errors(run_main, argv, match):
     base = ["run", "--dataset", "digits", "--clients", "2", "--per-client", "50", "--rounds", "1"]
-    with pytest.raises(SystemExit) as exit_info:
-        main(base + argv)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fsl-sage run: error:")
-    assert match in err
-    assert "Traceback" not in err
-
-
-def test_reproduce_rejects_an_out_path_that_is_a_file(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["reproduce", "--out", __file__])
-    assert exit_info.value.code == 2
-    assert "--out" in capsys.readouterr().err
+    result = run_main(main, *base, *argv)
+    assert match in result.usage_error()
+    assert result.err.startswith("fsl-sage run: error:")

@@ -1,4 +1,5 @@
-"""Shared fixtures: real photos from scikit-image and a small seeded tile library."""
+"""Shared fixtures: real photos from scikit-image, a small seeded tile library, the README's
+folders."""
 
 import numpy as np
 import pytest
@@ -31,3 +32,17 @@ def tiles():
         skimage.data.colorwheel(),
     ]
     return build_tiles([Image.fromarray(s) for s in sources], crops_per_image=40, rng=0)
+
+
+@pytest.fixture(scope="session")
+def readme_folder(readme_folder):
+    """The user's folders the README reads: ``my_photos/`` (tiles) and ``my_images/cat/``."""
+    (readme_folder / "my_photos").mkdir()
+    for name in ("astronaut", "coffee", "rocket"):
+        photo = Image.fromarray(getattr(skimage.data, name)())
+        photo.save(readme_folder / "my_photos" / f"{name}.jpg")
+    (readme_folder / "my_images" / "cat").mkdir(parents=True)
+    Image.fromarray(skimage.data.chelsea()).save(
+        readme_folder / "my_images" / "cat" / "chelsea.png"
+    )
+    return readme_folder

@@ -1,5 +1,5 @@
-"""Shared test set-up: one thread (unfold on busy cores is ~1000x slower otherwise) and
-brute-force helpers (fixtures `randomize`, `moves`)."""
+"""Shared test set-up: one thread (unfold on busy cores is ~1000x slower otherwise),
+brute-force helpers (fixtures `randomize`, `moves`) and a seeded README replay."""
 
 import os
 
@@ -60,3 +60,10 @@ def _randomize_fixture():
 @pytest.fixture(name="moves")
 def _moves_fixture():
     return moves
+
+
+@pytest.fixture(scope="session")
+def readme_folder(readme_folder):
+    """The README's replay starts from torch's seed 0 (its walkers are random)."""
+    torch.manual_seed(0)
+    return readme_folder

@@ -1,7 +1,8 @@
-"""Shared test doubles: fixed-function (oracle) models and call recorders."""
+"""Shared test doubles: fixed-function (oracle) models and call recorders; the README's data."""
 
 import numpy as np
 import pytest
+from permucate import datasets
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
@@ -78,3 +79,11 @@ def linear_data():
     tau = X @ beta
     Y = X[:, 1] + T * tau + rng.normal(size=600)
     return X, T, Y, tau, beta
+
+
+@pytest.fixture(scope="session")
+def readme_folder(readme_folder):
+    """The README's ``trial.csv``: the paper's Hines DGP 3 with n = 600."""
+    data = datasets.hines(600, random_state=0)
+    data.X.assign(treated=data.T, outcome=data.Y).to_csv(readme_folder / "trial.csv", index=False)
+    return readme_folder

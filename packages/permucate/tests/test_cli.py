@@ -1,5 +1,4 @@
-import subprocess
-import sys
+"""The console script's own commands and their errors (the shared contract checks the rest)."""
 
 import numpy as np
 import pandas as pd
@@ -8,25 +7,10 @@ from permucate import datasets
 from permucate.cli import main
 
 
-def test_help_lists_the_commands(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
-    assert "run" in out
-    assert "reproduce" in out
-
-
-def test_console_script_is_installed():
-    done = subprocess.run(
-        [sys.executable, "-m", "permucate.cli", "run", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0
-    assert "--treatment" in done.stdout
+def test_module_runs_the_run_command(run_console):
+    result = run_console("permucate.cli", "run", "--help", module=True)
+    assert result.code == 0
+    assert "--treatment" in result.out
 
 
 def test_output_paths_that_would_lose_work_are_refused(tmp_path):

@@ -1,33 +1,14 @@
-"""The console script: help, version, and the small commands."""
+"""The console script's own commands: grid, bench and reproduce's data (the shared contract
+checks help, version and usage errors)."""
 
 import pytest
-from quest_qat import __version__
 from quest_qat.cli import main
 
 
-def test_help_lists_the_commands(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
-    for command in ("reproduce", "grid", "fit-scaling", "bench"):
-        assert command in out
-
-
-def test_reproduce_help_lists_options(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["reproduce", "--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
-    assert "--out" in out
-    assert "--full" in out
-    assert "--data" in out
-
-
-def test_version_is_printed(capsys):
-    with pytest.raises(SystemExit):
-        main(["--version"])
-    assert __version__ in capsys.readouterr().out
+def test_reproduce_help_lists_the_data(run_main):
+    result = run_main(main, "reproduce", "--help")
+    assert result.code == 0
+    assert "--data" in result.out
 
 
 def test_grid_prints_the_table(capsys):
@@ -69,8 +50,5 @@ def test_reproduce_with_unusable_data_exits_cleanly(tmp_path):
         (["bench", "--m", "abc"], "invalid positive integer value: 'abc'"),
     ],
 )
-def test_bench_rejects_bad_sizes(argv, match, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    assert match in capsys.readouterr().err
+def test_bench_rejects_bad_sizes(argv, match, run_main):
+    assert match in run_main(main, *argv).usage_error()
