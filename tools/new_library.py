@@ -1,6 +1,6 @@
 """Scaffold a new library under ``packages/<dist>/``, prefilled from the catalogue.
 
-The layout follows ARCHITECTURE.md and the exemplar ``packages/permucate``: a hatchling
+The layout follows CONTRIBUTING.md and the exemplar ``packages/permucate``: a hatchling
 pyproject with its ``[tool.icml25]`` card, the README card's sections, a changelog, the package
 with its console script and a ``reproduce`` stub that says it is not written yet, a test of the
 console script and a benchmark results template. A library new to the catalogue gets its
@@ -69,8 +69,10 @@ def validate_name(dist: str) -> None:
             f"library name {dist!r} would import as {name!r}, which shadows Python's own module "
             "or keyword; choose another name"
         )
-    if dist in (CORE_DIST, "icml25", "shared"):
-        raise ScaffoldError(f"{dist!r} is reserved for the core of the repository")
+    if dist in (CORE_DIST, "icml25", "shared", "tools"):
+        raise ScaffoldError(
+            f"{dist!r} is reserved for the repository's core and tooling (nox, CI selection)"
+        )
 
 
 def _toml(text: str) -> str:

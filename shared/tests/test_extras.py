@@ -33,9 +33,23 @@ def test_missing_extra_message_without_module():
 
 
 @pytest.mark.parametrize(
-    ("dist", "extra", "match"),
-    [("", "flower", "dist"), ("fedswa", "a b", "extra"), (None, "x", "dist"), ("x", 3, "extra")],
+    ("dist", "extra", "error", "match"),
+    [
+        ("", "flower", ValueError, "dist"),
+        ("fedswa", "a b", ValueError, "extra"),
+        (None, "x", TypeError, "dist"),
+        ("x", 3, TypeError, "extra"),
+    ],
 )
-def test_requires_extra_rejects_bad_names(dist, extra, match):
-    with pytest.raises(ValueError, match=match), requires_extra(dist, extra):
+def test_requires_extra_rejects_bad_names(dist, extra, error, match):
+    with pytest.raises(error, match=match), requires_extra(dist, extra):
         pass
+
+
+def test_requires_extra_reraises_import_error_of_installed_module():
+    with (
+        pytest.raises(ImportError, match="cannot import name") as info,
+        requires_extra("fedswa", "flower"),
+    ):
+        from json import no_such_name  # noqa: F401
+    assert "pip install" not in str(info.value)

@@ -173,7 +173,7 @@ def test_awkward_titles_stay_valid_toml_and_python(repo):
 @pytest.mark.parametrize(
     "name",
     ["Quest-qat", "quest_qat", "1quest", "-quest", "quest-", "quest--qat", "quest qat", "json",
-     "class", "icml25-core", "a" * 33],
+     "class", "icml25-core", "tools", "a" * 33],
 )  # fmt: skip
 def test_bad_names_are_refused(repo, capsys, name):
     assert new_library.main(["--paper", "Some title", "--", name], root=repo) == 1

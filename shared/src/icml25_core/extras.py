@@ -26,7 +26,9 @@ __all__ = ["missing_extra_message", "requires_extra"]
 
 
 def _check_name(value: object, name: str) -> str:
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not _NAME.fullmatch(value):
         raise ValueError(
             f"{name} must be a distribution or extra name (letters, digits, '.', '_', '-'), "
             f"got {value!r}"
@@ -48,6 +50,8 @@ def missing_extra_message(dist: str, extra: str, missing: str | None = None) -> 
 
     Raises
     ------
+    TypeError
+        If `dist` or `extra` is not a str.
     ValueError
         If `dist` or `extra` is not a valid name.
     """
@@ -72,16 +76,18 @@ def requires_extra(dist: str, extra: str) -> Iterator[None]:
     Raises
     ------
     ImportError
-        With :func:`missing_extra_message`, chained to the original error, when an import inside
-        the block fails.
-    ValueError
+        With :func:`missing_extra_message`, chained to the original error, when a module imported
+        inside the block is not installed (``ModuleNotFoundError``). Any other ImportError (an
+        installed module too old to have a name, a broken install) is re-raised unchanged, since
+        installing the extra would not fix it.
+    TypeError, ValueError
         If `dist` or `extra` is not a valid name (raised on entry).
     """
     message = missing_extra_message(dist, extra)  # validates the names before the block runs
     try:
         yield
-    except ImportError as error:
-        missing = getattr(error, "name", None)
+    except ModuleNotFoundError as error:
+        missing = error.name
         if missing:
             message = missing_extra_message(dist, extra, missing)
         raise ImportError(message, name=missing) from error

@@ -17,7 +17,7 @@ from icml25_core.testing.console import ConsoleResult, run_console
 from icml25_core.testing.imports import blocked_import_names, import_without
 from icml25_core.testing.readme import CARD_SECTIONS, ReadmeRun, readme_blocks
 
-USAGE_LINES = 15  # ARCHITECTURE.md: usage in at most 15 lines
+USAGE_LINES = 15  # CONTRIBUTING.md, "Add a library": usage in at most 15 lines
 _CHOICES = re.compile(r"invalid choice: .*\(choose from (.*)\)")
 BAD_ARGUMENTS = {
     "unknown-command": ["no-such-command"],

@@ -13,7 +13,7 @@ import pytest
 
 __all__ = ["CARD_SECTIONS", "ReadmeBlock", "ReadmeRun", "readme_blocks"]
 
-# The sections of a library's README card, in order (ARCHITECTURE.md, "A library's README").
+# The sections of a library's README card, in order (CONTRIBUTING.md, "Add a library").
 CARD_SECTIONS = (
     "## Install",
     "## Usage",
