@@ -13,11 +13,14 @@ run, so disk use peaks at one venv (a torch + Triton venv is ~2.4 GB) instead of
     nox -s tests -- permucate -m "not slow"
     nox -s reproduce                 # every finished library's main job + one summary table
     nox -s compose                   # every library in one venv: pip check, imports, examples
+    nox -s typecheck -- permucate    # mypy alone, in the library's test venv (tests runs it too)
+    nox -s docs                      # the API reference site, strict, into build/docs/site/
     nox -s lint | build | kernels | bench
 """
 
 from __future__ import annotations
 
+import base64
 import difflib
 import hashlib
 import os
@@ -25,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
 from pathlib import Path
@@ -44,6 +48,17 @@ IMPORT_EACH = """import importlib, sys
 for name in sys.argv[1:]:
     print(name, getattr(importlib.import_module(name), "__version__", "imported"))"""
 CORE_TORCH_TESTS = [str(p) for p in sorted((ROOT / "shared" / "tests").glob("*torch*.py"))]
+# One dev venv for lint, the tools' tests (hypothesis: the core's pytest plugin, which the
+# scaffold's generated tests load) and the docs.
+DEV_TOOLS = ("pytest", "hypothesis", "ruff", "nox", "mkdocs-material", "mkdocstrings")
+DOCS_BUILD = ROOT / "build" / "docs"  # generated pages, mkdocs.yml and the site (site/)
+# The site's math renderer, from npm (never a CDN: the site renders offline); the tarball is
+# checked against npm's published integrity before use.
+KATEX = (
+    "0.19.1",
+    "sha512-jG8uKntjSEcm2EpQOh0XturpPuuC9r3Sq5HLHdsFdWZT27E672SF19QEi+of0/YeOy15lDgRhKvr5614uRrEf"
+    "A==",
+)
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.default_venv_backend = "none"  # each session builds its own per-library venvs
@@ -148,7 +163,9 @@ def make_venv(
 
 
 def library_venv(session: nox.Session, kind: str, dist: str, folder: Path, extras: list[str]):
-    """``.nox/<kind>-<dist>``: the core and the library (editable) with ``extras``.
+    """``.nox/<kind>-<dist>``: the core and the library (editable) with ``extras``; a test venv
+    also gets the type checker (mypy, at the root dev group's range), which checks the library
+    there against only what it declares.
 
     Install quirks a library declares in its card are applied here: ``no-deps = [...]``
     requirements are installed with ``--no-deps`` afterwards (a dependency whose own metadata
@@ -161,7 +178,7 @@ def library_venv(session: nox.Session, kind: str, dist: str, folder: Path, extra
     return make_venv(
         session,
         f"{kind}-{dist}",
-        ["-e", str(ROOT / "shared"), "-e", target],
+        ["-e", str(ROOT / "shared"), "-e", target, *(dev_specs("mypy") if kind == "tests" else [])],
         stamp_files=stamp_files,
         no_deps=tuple(card(folder).get("no-deps", [])),
     )
@@ -174,20 +191,83 @@ def library_env(folder: Path) -> dict[str, str]:
 
 
 def core_venv(session: nox.Session, kind: str, *extra: str) -> Path:
-    """The core alone (numpy only), or with `extra` requirements in ``<kind>-icml25-core-...``."""
+    """The core alone (numpy only; mypy too for tests), or with `extra` requirements in
+    ``<kind>-icml25-core-...``."""
     return make_venv(
         session,
         "-".join((kind, CORE, *extra)),
-        ["-e", f"{ROOT / 'shared'}[test]", *extra],
+        ["-e", f"{ROOT / 'shared'}[test]", *extra, *(dev_specs("mypy") if kind == "tests" else [])],
         stamp_files=(ROOT / "shared" / "pyproject.toml",),
     )
 
 
+def dev_specs(*names: str) -> list[str]:
+    """The requirement specs of the named tools in the root ``[dependency-groups] dev``."""
+    group = _pyproject(ROOT)["dependency-groups"]["dev"]
+    specs = [spec for spec in group if re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0] in names]
+    if len(specs) != len(names):
+        raise ValueError(f"not all of {names} are in the root dev group: {group}")
+    return specs
+
+
 def dev_tools(session: nox.Session, *names: str) -> Path:
     """A venv with the named dev tools at the versions of the root ``[dependency-groups] dev``."""
-    group = _pyproject(ROOT)["dependency-groups"]["dev"]
-    wanted = [spec for spec in group if spec.split(">")[0].split("=")[0].strip() in names]
-    return make_venv(session, "dev-" + "-".join(names), wanted)
+    return make_venv(
+        session, "dev" if names == DEV_TOOLS else "dev-" + "-".join(names), dev_specs(*names)
+    )
+
+
+def type_check(session: nox.Session, venv: Path, folder: Path) -> None:
+    """mypy (the root pyproject's ``[tool.mypy]``) over the library's ``src/`` and the core's, in
+    the library's test venv `venv`: imports resolve to what the library declares; the cache lives
+    in the venv and goes with it."""
+    targets = dict.fromkeys([folder / "src", ROOT / "shared" / "src"])
+    session.run(
+        _bin(venv, "python"), "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+        "--cache-dir", str(venv / ".mypy_cache"), *map(str, targets), external=True,
+    )  # fmt: skip
+
+
+def tests_venv(session: nox.Session, dist: str, folder: Path) -> Path:
+    """The venv ``nox -s tests`` uses for `dist` (built or reused)."""
+    if dist == CORE:
+        return core_venv(session, "tests")
+    ensure_debian(session, card(folder).get("debian", []))
+    return library_venv(session, "tests", dist, folder, ["test"])
+
+
+def katex_dist(session: nox.Session) -> Path:
+    """KaTeX's files the site needs, from the npm tarball checked against `KATEX`'s integrity
+    (cached in ``.nox/katex-<version>/``)."""
+    version, integrity = KATEX
+    target = ROOT / ".nox" / f"katex-{version}"
+    if (target / "katex.min.js").exists():
+        return target
+    npm = shutil.which("npm")
+    if npm is None:
+        session.error("the docs take KaTeX from npm: install Node.js and npm (Debian: npm)")
+    download = target.with_name(target.name + ".download")
+    shutil.rmtree(download, ignore_errors=True)
+    download.mkdir(parents=True)
+    session.run(
+        npm, "pack", f"katex@{version}", "--pack-destination", str(download), "--silent",
+        external=True,
+    )  # fmt: skip
+    tarball = download / f"katex-{version}.tgz"
+    digest = "sha512-" + base64.b64encode(hashlib.sha512(tarball.read_bytes()).digest()).decode()
+    if digest != integrity:
+        session.error(f"{tarball.name}: integrity {digest} is not the pinned {integrity}")
+    with tarfile.open(tarball) as tar:
+        tar.extractall(download, filter="data")
+    dist = download / "package" / "dist"
+    shutil.rmtree(target, ignore_errors=True)
+    (target / "contrib").mkdir(parents=True)
+    for name in ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js"):
+        shutil.copy2(dist / name, target / name)
+    shutil.copytree(dist / "fonts", target / "fonts")
+    shutil.copy2(download / "package" / "LICENSE", target / "LICENSE")
+    shutil.rmtree(download)
+    return target
 
 
 def ensure_debian(session: nox.Session, packages: list[str]) -> None:
@@ -277,14 +357,16 @@ def tests(session: nox.Session) -> None:
     )
     timings, failed = {}, []
     for dist, folder in libs.items():
-        if dist == CORE:
-            venv = core_venv(session, "tests")
-        elif dist == "tools":
-            venv = dev_tools(session, "pytest", "ruff", "nox")
+        if dist == "tools":
+            venv = dev_tools(session, *DEV_TOOLS)
         else:
-            ensure_debian(session, card(folder).get("debian", []))
-            venv = library_venv(session, "tests", dist, folder, ["test"])
+            venv = tests_venv(session, dist, folder)
         start = time.perf_counter()
+        if dist != "tools":
+            try:
+                type_check(session, venv, folder)
+            except CommandFailed:
+                failed.append(f"{dist} (types)")
         try:
             session.run(
                 _bin(venv, "python"), "-m", "pytest", str(folder / "tests"), *pytest_args,
@@ -386,15 +468,57 @@ def compose(session: nox.Session) -> None:
 
 
 @nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy over each named library (default: the core and all) in its test venv (no other venv
+    is built: the one ``nox -s tests`` uses, built here if missing)."""
+    libs, _ = select(session, {CORE: ROOT / "shared", **libraries()})
+    failed = []
+    for dist, folder in libs.items():
+        try:
+            type_check(session, tests_venv(session, dist, folder), folder)
+        except CommandFailed:
+            failed.append(dist)
+    if failed:
+        session.error(f"type errors in: {', '.join(failed)}")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The API reference site into ``build/docs/site/`` (open ``index.html``): a page per library
+    (README card and the API of its public docstrings) and the core.
+
+    mkdocs-material with mkdocstrings-python, which reads the sources statically (griffe): the
+    docs venv holds no torch and no library. Fails on a public name without a docstring or with
+    a docstring griffe cannot parse (``tools/docs_site.py check``), then on any mkdocs warning
+    (``--strict``). Math renders with KaTeX from npm, copied into the site.
+    """
+    venv = dev_tools(session, *DEV_TOOLS)
+    tool = str(ROOT / "tools" / "docs_site.py")
+    session.run(_bin(venv, "python"), tool, "check", external=True)
+    session.run(
+        _bin(venv, "python"), tool, "write", str(DOCS_BUILD), "--katex", str(katex_dist(session)),
+        external=True,
+    )  # fmt: skip
+    session.run(
+        _bin(venv, "mkdocs"), "build", "--strict", "--quiet", "-f", str(DOCS_BUILD / "mkdocs.yml"),
+        external=True, env={"NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    session.log(f"site: {DOCS_BUILD / 'site' / 'index.html'}")
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
-    """ruff, the import-declaration check and the README table check."""
-    venv = dev_tools(session, "pytest", "ruff", "nox")
+    """ruff, the import-declaration check, the README table check, then the type check of the
+    core and every library in its test venv (``-- --no-typecheck`` leaves it to ``tests``)."""
+    venv = dev_tools(session, *DEV_TOOLS)
     session.run(_bin(venv, "ruff"), "check", str(ROOT), external=True)
     session.run(_bin(venv, "ruff"), "format", "--check", str(ROOT), external=True)
     session.run(_bin(venv, "python"), str(ROOT / "tools" / "check_imports.py"), external=True)
     session.run(
         _bin(venv, "python"), str(ROOT / "tools" / "readme_table.py"), "--check", external=True
     )
+    if "--no-typecheck" not in session.posargs:
+        session.notify("typecheck", posargs=[])
 
 
 @nox.session

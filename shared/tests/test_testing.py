@@ -69,7 +69,7 @@ demo-lib = "demo_lib.cli:main"
 [tool.icml25]
 {card}
 """
-CARD = 'console = "demo-lib"\nreadme = "README.md"'
+CARD = 'console = "demo-lib"\nreadme = "README.md"\nstatus = "done"'
 CONFTEST = """
 import pytest
 
@@ -90,6 +90,14 @@ def test_greet_prints_the_name(run_main):
 def test_readme_greets_the_readers(readme):
     assert readme.namespace["greeting"] == "hello readers"
     assert readme.stdout == "hello readers\\n"
+"""
+PROPERTIES = """
+from hypothesis import given, strategies as st
+
+
+@given(st.text())
+def test_greeting_keeps_the_name(name):
+    assert ("hello " + name).removeprefix("hello ") == name
 """
 # name -> (Requires-Dist lines, top-level package); demo-shared is needed by the core and by the
 # extra, so only demo-fancy is the extra's own.
@@ -139,6 +147,7 @@ def library(pytester, monkeypatch):
     (folder / "tests").mkdir()
     (folder / "tests" / "conftest.py").write_text(CONFTEST)
     (folder / "tests" / "test_own.py").write_text(OWN_TESTS)
+    (folder / "tests" / "test_properties.py").write_text(PROPERTIES)
     return folder
 
 
@@ -150,15 +159,17 @@ def _edit(path, old, new):
 
 def test_the_contract_runs_beside_the_librarys_own_tests(pytester, library):
     result = pytester.runpytest("demo-lib/tests", "-v", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=15)
+    result.assert_outcomes(passed=17)
     result.stdout.fnmatch_lines(
         [
             "*test_own.py::test_readme_greets_the_readers PASSED*",
+            "*test_properties.py::test_greeting_keeps_the_name PASSED*",
             "*demo-lib/pyproject.toml::test_help_exits_0_and_lists_every_command PASSED*",
             "*::test_bad_arguments_are_a_one_line_usage_error[[]unknown-reproduce-option] PASSED*",
             "*::test_import_needs_no_extra PASSED*",
             "*demo-lib/pyproject.toml::test_readme_block_runs[[]line10] PASSED*",
             "*demo-lib/pyproject.toml::test_readme_block_runs[[]line16] PASSED*",
+            "*demo-lib/pyproject.toml::test_library_has_property_tests PASSED*",
         ]
     )
 
@@ -170,7 +181,7 @@ def test_the_contract_is_left_out_when_test_files_are_named(pytester, library):
 def test_an_uninstalled_library_gets_the_readme_checks_and_skips_the_rest(pytester, library):
     shutil.rmtree(pytester.path / "site" / "demo_lib-1.2.3.dist-info")
     result = pytester.runpytest("demo-lib/tests", "-k", "pyproject", "-rs")
-    result.assert_outcomes(passed=4, skipped=9)
+    result.assert_outcomes(passed=5, skipped=9)
     result.stdout.fnmatch_lines(["*demo-lib is not installed here*"])
 
 
@@ -178,7 +189,7 @@ def test_the_plugin_does_nothing_without_the_cards_fields(pytester, library):
     (library / "pyproject.toml").write_text(PYPROJECT.format(card='status = "done"'))
     result = pytester.runpytest("demo-lib/tests", "--collect-only", "-q")
     assert "pyproject.toml" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["2 tests collected*"])
+    result.stdout.fnmatch_lines(["3 tests collected*"])  # its own: test_own.py, test_properties.py
 
 
 def test_a_card_naming_no_script_is_a_collection_error(pytester, library):
@@ -225,6 +236,12 @@ BREAKAGES = {
         "from pathlib import Path\n" + "pass\n" * 14,
         ["test_readme_usage_block_is_short"],
     ),
+    "no-property-tests": (
+        "demo-lib/tests/test_properties.py",
+        "@given(st.text())",
+        "",
+        ["test_library_has_property_tests"],
+    ),
     "a-failing-block": (
         "demo-lib/README.md",
         'Path("name.txt")',
@@ -238,7 +255,7 @@ BREAKAGES = {
 def test_each_contract_test_catches_its_breakage(pytester, library, file, old, new, failing):
     _edit(pytester.path / file, old, new)
     result = pytester.runpytest("demo-lib/tests", "-k", "pyproject")
-    result.assert_outcomes(failed=len(failing), passed=13 - len(failing))
+    result.assert_outcomes(failed=len(failing), passed=14 - len(failing))
     result.stdout.fnmatch_lines([f"FAILED *::{name}*" for name in failing], consecutive=False)
 
 
@@ -309,3 +326,34 @@ def test_import_icml25_core_does_not_import_pytest():
     code = "import sys, icml25_core; print({'pytest', 'icml25_core.testing'} & set(sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "set()"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"CI": "true"}, (50, True)),
+        ({}, (100, False)),
+        ({"CI": "true", "HYPOTHESIS_PROFILE": "dev"}, (100, False)),
+        ({"HYPOTHESIS_PROFILE": "ci"}, (50, True)),
+    ],
+)
+def test_hypothesis_profile_follows_ci_and_the_variable(env, expected):
+    """The plugin loads the derandomized ``ci`` profile on CI (or when named), else ``dev``."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "HYPOTHESIS_PROFILE")}
+    code = (
+        "import icml25_core.testing; from hypothesis import settings; "
+        "print(settings.default.max_examples, settings.default.derandomize)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
+        check=True,
+    ).stdout.split()  # fmt: skip
+    assert (int(out[0]), out[1] == "True") == expected
+
+
+def test_an_unfinished_library_may_lack_property_tests(pytester, library):
+    _edit(library / "pyproject.toml", 'status = "done"', 'status = "in progress"')
+    (library / "tests" / "test_properties.py").unlink()
+    result = pytester.runpytest("demo-lib/tests", "-k", "property_tests", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*property tests are required once the card's status is done*"])

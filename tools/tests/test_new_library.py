@@ -20,6 +20,7 @@ FILES = [
     "src/{name}/__init__.py",
     "src/{name}/_version.py",
     "src/{name}/cli.py",
+    "src/{name}/py.typed",
     "src/{name}/reproduce.py",
     "tests/test_cli.py",
 ]
@@ -151,8 +152,10 @@ def test_generated_tests_pass_and_say_reproduce_is_not_written(repo):
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    # not installed here, so the contract checks the README only and skips the console script
-    assert "5 passed, 9 skipped" in result.stdout
+    # not installed here, so the contract checks the README only and skips the console script;
+    # property tests are required once the library is done
+    assert "5 passed, 10 skipped" in result.stdout
+    assert "property tests are required once the card's status is done" in result.stdout
     for test in ("test_readme_has_the_card_sections_in_order", "test_readme_block_runs[line"):
         assert f"PASSED pyproject.toml::{test}" in result.stdout
 

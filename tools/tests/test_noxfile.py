@@ -104,12 +104,49 @@ def test_reproduce_names_the_failure_when_the_summary_fails_too(noxfile, two_lib
 def test_tests_run_every_library_and_drop_venvs_when_asked(noxfile, two_libraries, monkeypatch):
     monkeypatch.setenv("ICML25_DROP_VENVS", "1")
     session = FakeSession("a", "b", fail=("tests-a/",))
-    with pytest.raises(SessionError, match=r"tests failed for: a$"):
+    with pytest.raises(SessionError, match=r"tests failed for: a \(types\), a$"):
         noxfile.tests(session)
-    assert [Path(command[3]).parent.name for command in session.runs] == ["a", "b"]
+    tools = [(command[2], Path(command[0]).parents[1].name) for command in session.runs]
+    # mypy (the library's src and the core's), then pytest (the library's tests), per library
+    assert tools == [
+        ("mypy", "tests-a"),
+        ("pytest", "tests-a"),
+        ("mypy", "tests-b"),
+        ("pytest", "tests-b"),
+    ]
+    mypy_b = session.runs[2]
+    assert mypy_b[-2:] == (str(two_libraries / "b" / "src"), str(noxfile.ROOT / "shared" / "src"))
+    assert str(two_libraries / "venvs" / "tests-b" / ".mypy_cache") in mypy_b
     assert not (two_libraries / "venvs" / "tests-a").exists()
     assert not (two_libraries / "venvs" / "tests-b").exists()
     assert "test time per library" in session.logs[-1]
+
+
+def test_typecheck_checks_each_named_library_in_its_test_venv(noxfile, two_libraries):
+    session = FakeSession("a", "b", fail=("tests-b/",))
+    with pytest.raises(SessionError, match=r"type errors in: b$"):
+        noxfile.typecheck(session)
+    assert [command[1:3] for command in session.runs] == [("-m", "mypy")] * 2
+    assert [Path(command[0]).parents[1].name for command in session.runs] == ["tests-a", "tests-b"]
+
+
+def test_lint_queues_the_type_check_unless_told_not_to(noxfile, monkeypatch, tmp_path):
+    monkeypatch.setattr(noxfile, "dev_tools", lambda session, *names: tmp_path)
+    notified = []
+    for posargs, expected in (((), ["typecheck"]), (("--no-typecheck",), [])):
+        session = FakeSession(*posargs)
+        session.notify = lambda name, posargs=None: notified.append(name)
+        noxfile.lint(session)
+        assert notified == expected
+        notified.clear()
+
+
+def test_dev_specs_come_from_the_root_dev_group(noxfile):
+    specs = noxfile.dev_specs("mypy", "mkdocstrings")
+    assert specs[0].startswith("mypy>=")
+    assert specs[1].startswith("mkdocstrings[python]>=")
+    with pytest.raises(ValueError, match="not all of"):
+        noxfile.dev_specs("no-such-tool")
 
 
 PIP_LOG = """\

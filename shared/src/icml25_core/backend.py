@@ -41,7 +41,7 @@ def _requirements(native_module: str | None) -> dict[str, list[tuple[str, bool]]
         f"the extension module {native_module!r} installed"
         if native_module
         else "a native extension module (this library has none)",
-        bool(native_module) and _importable(native_module),
+        native_module is not None and _importable(native_module),
     )
     return {
         "native": [torch_req, native_req, cuda_req],

@@ -15,7 +15,7 @@ import numpy as np
 _DTYPE_KINDS = {"numeric": "biuf", "floating": "f", "integer": "iu", "bool": "b"}
 _INCLUSIVE = ("both", "left", "right", "neither")
 # Plain Python types widened to their numeric-tower ABC, so numpy scalars pass.
-_ABSTRACT = {
+_ABSTRACT: dict[type, type | tuple[type, ...]] = {
     int: numbers.Integral,
     float: numbers.Real,
     complex: numbers.Complex,
@@ -218,7 +218,7 @@ def check_scalar(value, name: str, *, kind=numbers.Real, low=None, high=None, in
     """
     check_choice(inclusive, "inclusive", _INCLUSIVE)
     requested = kind if isinstance(kind, tuple) else (kind,)
-    kinds = tuple(_ABSTRACT.get(k, k) for k in requested)
+    kinds: tuple = tuple(_ABSTRACT.get(k, k) for k in requested)
     is_bool = isinstance(value, bool | np.bool_)
     if (is_bool and bool not in requested) or not isinstance(value, kinds):
         raise TypeError(f"`{name}` must be {_kind_names(kinds)}, got {type(value).__name__}")

@@ -54,14 +54,25 @@ Fixtures
     The library's README after all its blocks ran (:class:`ReadmeRun`: ``namespace``, ``stdout``,
     ``folder``), for the library's own assertions on what the blocks made; the blocks run once
     per session, shared with the contract's block tests.
+
+Hypothesis profiles
+-------------------
+Every library's ``tests/test_properties.py`` runs under one of two profiles registered here:
+``ci`` (50 examples, derandomized: the same examples on every run, so a red CI is reproducible
+and never flaky; no deadline, since a 2-core runner's timings say nothing) and ``dev`` (100
+random examples, the failing one kept in hypothesis' database). ``HYPOTHESIS_PROFILE`` picks
+one; without it, ``ci`` where the ``CI`` variable is set (``.ci/run``, GitHub Actions), else
+``dev``.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from icml25_core.testing import console
 from icml25_core.testing.card import CardError, LibraryCard, declares_contract, find_card
@@ -76,9 +87,23 @@ __all__ = [
     "ReadmeBlock",
     "ReadmeRun",
     "readme_blocks",
+    "HYPOTHESIS_PROFILES",
 ]
 
 pytest.register_assert_rewrite("icml25_core.testing.contract")
+
+HYPOTHESIS_PROFILES = {
+    "ci": settings(
+        max_examples=50, derandomize=True, deadline=None, print_blob=True, database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    ),
+    "dev": settings(max_examples=100, derandomize=False, deadline=None, print_blob=True),
+}  # fmt: skip
+for _name, _profile in HYPOTHESIS_PROFILES.items():
+    settings.register_profile(_name, _profile)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
 _CONTRACT = "icml25_core.testing.contract"
 _RUNS = pytest.StashKey[dict[Path, ReadmeRun]]()
 

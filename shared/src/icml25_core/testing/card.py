@@ -66,6 +66,8 @@ class LibraryCard:
         The README the card names.
     readme_slow : bool
         Whether the README's blocks are marked ``slow``.
+    status : str
+        The card's ``status`` ("done" once the library meets the definition of done).
     """
 
     pyproject: Path
@@ -73,6 +75,7 @@ class LibraryCard:
     console: str
     readme: Path
     readme_slow: bool = False
+    status: str = ""
 
     @property
     def import_name(self) -> str:
@@ -100,7 +103,7 @@ class LibraryCard:
             raise CardError(f"{pyproject}: [project].name is missing")
         scripts = project.get("scripts", {})
         console = card.get("console")
-        if console not in scripts:
+        if not isinstance(console, str) or console not in scripts:
             raise CardError(
                 f"{pyproject}: [tool.icml25] console = {console!r} must name a script of "
                 f"[project.scripts] ({', '.join(scripts) or 'none declared'})"
@@ -114,7 +117,8 @@ class LibraryCard:
         slow = card.get("readme-slow", False)
         if not isinstance(slow, bool):
             raise CardError(f"{pyproject}: [tool.icml25] readme-slow must be true or false")
-        return cls(pyproject, dist, console, pyproject.parent / readme, slow)
+        status = str(card.get("status", ""))
+        return cls(pyproject, dist, console, pyproject.parent / readme, slow, status)
 
 
 def find_card(path: Path) -> LibraryCard:

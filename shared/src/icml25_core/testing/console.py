@@ -116,6 +116,7 @@ def call_main(
         The arguments (paths may be given as they are).
     """
     capsys.readouterr()
+    code: object
     try:
         code = main([str(arg) for arg in args])
     except SystemExit as exit_:

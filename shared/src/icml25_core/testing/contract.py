@@ -7,6 +7,7 @@ beside the library's own tests; ``card`` is that library's :class:`LibraryCard`.
 
 from __future__ import annotations
 
+import ast
 import re
 from importlib import metadata
 
@@ -18,6 +19,7 @@ from icml25_core.testing.imports import blocked_import_names, import_without
 from icml25_core.testing.readme import CARD_SECTIONS, ReadmeRun, readme_blocks
 
 USAGE_LINES = 15  # CONTRIBUTING.md, "Add a library": usage in at most 15 lines
+PROPERTY_TESTS = "tests/test_properties.py"  # CONTRIBUTING.md: hypothesis tests of the maths
 _CHOICES = re.compile(r"invalid choice: .*\(choose from (.*)\)")
 BAD_ARGUMENTS = {
     "unknown-command": ["no-such-command"],
@@ -144,3 +146,26 @@ def test_readme_usage_block_is_short(card):
 def test_readme_block_runs(block, readme_run: ReadmeRun):
     assert block is not None, f"{readme_run.path.name} has no Python block"
     readme_run.run_through(block.index)
+
+
+def _given_tests(path) -> list[str]:
+    """Names of the functions in `path` decorated with hypothesis' ``given``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        for decorator in node.decorator_list
+        if isinstance(decorator, ast.Call)
+        and (getattr(decorator.func, "id", None) or getattr(decorator.func, "attr", None))
+        == "given"
+    ]
+
+
+def test_library_has_property_tests(card):
+    """A finished library tests the invariants of its maths with hypothesis."""
+    if card.status != "done":
+        pytest.skip(f"property tests are required once the card's status is done ({card.status})")
+    path = card.pyproject.parent / PROPERTY_TESTS
+    assert path.is_file(), f"{card.dist} has no {PROPERTY_TESTS}"
+    assert _given_tests(path), f"{path} has no test decorated with hypothesis' @given"

@@ -65,7 +65,8 @@ def readme_blocks(path: str | os.PathLike) -> list[ReadmeBlock]:
         If a Python block is not closed with a line ```` ``` ````, naming its line.
     """
     lines = Path(path).read_text(encoding="utf-8").splitlines()
-    blocks, section, start = [], "", None
+    blocks: list[ReadmeBlock] = []
+    section, start = "", None
     for number, line in enumerate(lines, start=1):
         if start is None and line.startswith("## "):
             section = line.strip()
@@ -125,6 +126,7 @@ class ReadmeRun:
         if not 0 <= index < len(self.blocks):
             raise IndexError(f"{self.path} has {len(self.blocks)} Python blocks, not {index + 1}")
         if self._failed is not None and index == self._failed.index:
+            assert self._error is not None  # set together with _failed
             raise self._error
         if self._failed is not None and index > self._failed.index:
             pytest.fail(
