@@ -7,6 +7,7 @@ look changes:
     sudo apt-get install -y chromium
     python tools/docs_screenshots.py                       # every page -> build/docs/screenshots/
     python tools/docs_screenshots.py permucate quest-qat   # some pages
+    python tools/docs_screenshots.py quest-qat --object quest_qat.quest_quantize  # one API entry
 
 For each page it prints the formulas typeset by KaTeX out of those on the page, KaTeX errors and
 the tables; it exits 1 if a formula was left as source or failed to typeset, or a page has none of
@@ -16,6 +17,7 @@ the content it should (an empty API reference). Standard library only.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -61,11 +63,33 @@ def inspect(dom: str) -> dict[str, int]:
     }
 
 
+ONE_OBJECT = """<script>
+document.addEventListener("DOMContentLoaded", function () {
+  var heading = document.getElementById(%s);
+  var entry = heading && (heading.closest(".doc-object") || heading.parentElement);
+  if (entry) { document.querySelector(".md-content__inner").replaceChildren(entry); }
+});
+</script></body>"""
+
+
+def one_object(page: Path, name: str) -> Path:
+    """A copy of `page` beside it (so its assets resolve) that shows only the API entry `name`."""
+    copy = page.with_name(f"_one-object-{page.name}")
+    text = page.read_text(encoding="utf-8")
+    if f'id="{name}"' not in text:
+        sys.exit(f"{page.name} has no API entry {name!r}")
+    copy.write_text(text.replace("</body>", ONE_OBJECT % json.dumps(name)), encoding="utf-8")
+    return copy
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pages", nargs="*", help="page names without .html (default: all)")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=2000)
+    parser.add_argument(
+        "--object", help="screenshot only this API entry (e.g. quest_qat.quest_quantize)"
+    )
     args = parser.parse_args(argv)
     if not (SITE / "index.html").is_file():
         sys.exit(f"no site in {SITE}: run `nox -s docs` first")
@@ -78,10 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     failures = []
     print(f"{'page':<22}{'formulas':>10}{'typeset':>9}{'errors':>8}{'tables':>8}{'api':>6}")
+    if args.object and len(pages) != 1:
+        sys.exit("--object needs exactly one page")
     with tempfile.TemporaryDirectory() as profile:
         for page in pages:
-            url = page.as_uri()
-            shot = OUT / f"{page.stem}.png"
+            shown, shot = page, OUT / f"{page.stem}.png"
+            if args.object:
+                shown, shot = one_object(page, args.object), OUT / f"{args.object}.png"
+            url = shown.as_uri()
             chromium(
                 binary, Path(profile), f"--window-size={args.width},{args.height}",
                 f"--screenshot={shot}", url,
@@ -100,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                 failures.append(f"{page.stem}: no API entries")
             if not shot.is_file():
                 failures.append(f"{page.stem}: no screenshot")
+            if shown != page:
+                shown.unlink()
     print(f"screenshots in {OUT}")
     for failure in failures:
         print(f"FAIL {failure}")

@@ -171,14 +171,17 @@ class QUCB:
 
     @property
     def Q(self) -> np.ndarray:
+        """Optimistic action values Q_h(s, a), (H, S, A) float64 (rows shared if homogeneous)."""
         return self._rows(self._Q)
 
     @property
     def V(self) -> np.ndarray:
+        """V_h(s) = min(max_a Q_h(s, a), V̄_h(s)): the Q-learning target, (H, S) float64."""
         return self._rows(self._V)
 
     @property
     def N(self) -> np.ndarray:
+        """Visit counts N_h(s, a), shape (H, S, A) int64 (rows shared if homogeneous)."""
         return self._rows(self._N)
 
     def greedy_policy(self) -> np.ndarray:

@@ -91,7 +91,20 @@ def _backup(P, R_obs, T_obs, v_next, b, M, logged=None):
 def causal_upper_bound(
     data, reward_max, *, stationary=False, unobserved="optimistic", tol=STATIONARY_TOL
 ):
-    """Upper bound φ on the optimal interventional values from confounded logs.
+    r"""Upper bound φ on the optimal interventional values from confounded logs.
+
+    One causal Bellman backup per step h, from $\bar V_H \equiv 0$ (Li, Zhang & Bareinboim
+    2025, Sec. 3; observational $P(x \mid s)$, $\tilde R$, $\tilde T$ from the logs):
+
+    $$
+    \bar V_h(s) = \max_x \Big[ P(x \mid s) \big( \tilde R_h(s, x)
+        + \textstyle\sum_{s'} \tilde T_h(s, x, s') \bar V_{h+1}(s') \big)
+        + \big(1 - P(x \mid s)\big) (b + M) \Big]
+    $$
+
+    $$
+    M = \max\big(0, \max_{s'} \bar V_{h+1}(s')\big) \quad \text{(unobserved="optimistic")}
+    $$
 
     Parameters
     ----------

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from icml25_core.cli import add_reproduce_command, console_parser
 
 from ._version import __version__
 
 SEEDS = (1234, 5678, 91011)
-ENVIRONMENTS = {
+ENVIRONMENTS: dict[str, Any] = {
     # name: (factory keyword arguments, reward_max b)
     "lava-extreme": ({"preset": "lava_extreme"}, 0.0),
     "empty8": ({"preset": "empty8"}, 0.0),
@@ -116,7 +117,7 @@ def run(args):
             agents.append(QUCB(S, A, H, K, potential=potential, **options))
             agent_seeds.append(seed)
     results = run_batch(env, agents, agent_seeds, K)
-    table = {}
+    table: dict[str, list[float]] = {}
     for name, res in zip(names, results, strict=True):
         table.setdefault(name, []).append(float(res["gap_regret"].sum()))
     print(f"{args.env}: cumulative gap regret after {K} episodes ({args.config} configuration)")

@@ -117,14 +117,17 @@ class Counts:
 
     @property
     def horizon(self) -> int:
+        """H, the number of steps (1 for pooled counts)."""
         return self.n_s.shape[0]
 
     @property
     def n_states(self) -> int:
+        """S, the number of states."""
         return self.n_s.shape[1]
 
     @property
     def n_actions(self) -> int:
+        """A, the number of actions."""
         return self.n_sa.shape[2]
 
     def __add__(self, other: Counts) -> Counts:
@@ -149,7 +152,9 @@ class Counts:
     def pooled(self) -> Counts:
         """The counts summed over steps h: shape (1, ...) (the stationary, official estimate)."""
         return Counts(
-            *(getattr(self, n).sum(axis=0, keepdims=True) for n in ("n_s", "n_sa", "n_sas")),
+            self.n_s.sum(axis=0, keepdims=True),
+            self.n_sa.sum(axis=0, keepdims=True),
+            self.n_sas.sum(axis=0, keepdims=True),
             self.n_end.sum(axis=0, keepdims=True),
             self.y_sum.sum(axis=0, keepdims=True),
             self.terminal,
@@ -236,8 +241,10 @@ class OfflineDataset:
             raise ValueError(
                 f"cannot merge datasets of (n_states, n_actions, horizon) {theirs} and {mine}"
             )
-        cols = [np.concatenate([getattr(self, f), getattr(other, f)]) for f in self.fields]
-        return OfflineDataset(*cols, *mine)
+        h, s, x, y, s_next, done = (
+            np.concatenate([getattr(self, f), getattr(other, f)]) for f in self.fields
+        )
+        return OfflineDataset(h, s, x, y, s_next, done, *mine)
 
     def counts(self, *, pooled: bool = False) -> Counts:
         """Count visits, actions, transitions and reward sums per step.

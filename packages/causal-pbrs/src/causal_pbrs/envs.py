@@ -19,7 +19,7 @@ Time steps are 0-based in arrays: h = 0, ..., H - 1; row H of a value table is V
 from __future__ import annotations
 
 import numbers
-from typing import ClassVar
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -95,7 +95,7 @@ class TabularCMDP(gymnasium.Env):
     0.75
     """
 
-    metadata: ClassVar[dict] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (gymnasium.Env types it so)
 
     def __init__(
         self, u_prob, next_state, reward, terminal, initial, horizon, *, u_upper=None
@@ -133,7 +133,7 @@ class TabularCMDP(gymnasium.Env):
         self.u_upper = self._frozen(u_upper)
         self.observation_space = spaces.Discrete(S)
         self.action_space = spaces.Discrete(A)
-        self._s = None
+        self._s: int | None = None
         self._h = 0
 
     @staticmethod
@@ -181,7 +181,7 @@ class TabularCMDP(gymnasium.Env):
         """
         if self._s is None:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        if not (isinstance(action, numbers.Integral) and 0 <= action < self.n_actions):
+        if not (isinstance(action, numbers.Integral) and 0 <= int(action) < self.n_actions):
             raise ValueError(f"`action` must be an int in [0, {self.n_actions - 1}], got {action}")
         s, a = self._s, int(action)
         k = self._cell(s, self.np_random.random())
@@ -339,9 +339,11 @@ class TabularCMDP(gymnasium.Env):
             cols = _simulate_callable(self, policy, n, rng)
         else:
             raise TypeError(f"`policy` must be a Demonstrator or a callable, got {type(policy)}")
+        h, s, x, y, s_next, done = cols
         return OfflineDataset(
-            *cols, n_states=self.n_states, n_actions=self.n_actions, horizon=self.horizon
-        )
+            h, s, x, y, s_next, done,
+            n_states=self.n_states, n_actions=self.n_actions, horizon=self.horizon,
+        )  # fmt: skip
 
     def observational_distribution(self, policy):
         """The exact distribution of a demonstrator's logs, as expected counts per episode.
@@ -459,7 +461,7 @@ def _simulate_tables(env, probs_table, n, rng):
 
 def _simulate_callable(env, policy, n, rng):
     """Whole episodes of ``policy(s, h, u, rng)``, one step at a time."""
-    rows = []
+    rows: list[tuple] = []
     cum_init = _normalised_cumsum(env.initial)
     while len(rows) < n:
         s = int(_first_true(cum_init > rng.random()))
@@ -467,7 +469,7 @@ def _simulate_callable(env, policy, n, rng):
             u = rng.random()
             k = env._cell(s, u)
             x = policy(s, h, env.confounder(s, k, u), rng)
-            if not (isinstance(x, numbers.Integral) and 0 <= x < env.n_actions):
+            if not (isinstance(x, numbers.Integral) and 0 <= int(x) < env.n_actions):
                 raise ValueError(
                     f"`policy` returned {x!r} at state {s}, step {h}; actions are ints in "
                     f"[0, {env.n_actions - 1}]"
@@ -478,8 +480,8 @@ def _simulate_callable(env, policy, n, rng):
             if done:
                 break
             s = s_next
-    h, s, x, y, z, d = (np.array(c) for c in zip(*rows, strict=True))
-    return h, s, x, y.astype(np.float64), z, d.astype(bool)
+    hs, ss, xs, ys, zs, ds = (np.array(c) for c in zip(*rows, strict=True))
+    return hs, ss, xs, ys.astype(np.float64), zs, ds.astype(bool)
 
 
 # ------------------------------------------------------------------------------ toy text
@@ -602,6 +604,7 @@ class ConfoundedToyText(TabularCMDP):
         return u
 
     def confounder_cell(self, s: int, u) -> int:
+        """The cell index ``k`` of the draw ``u`` a demonstrator saw at state `s` (``cell``)."""
         return self.cell(s, u)
 
     def __str__(self) -> str:
@@ -619,7 +622,7 @@ WIND_NAMES = ("right", "down", "left", "up", "still")
 _ACTION_STEP = {UP: (-1, 0), DOWN: (1, 0), LEFT: (0, -1), RIGHT: (0, 1)}
 _WIND_STEP = {0: (0, 1), 1: (1, 0), 2: (0, -1), 3: (-1, 0)}
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     # MiniGrid-Empty-8x8 with the official wind (constants.WIND_DIST) and time limit (KWARGS).
     "empty8": {
         "layout": (

@@ -21,8 +21,10 @@ def naive_causal_upper_bound(
     """:func:`causal_pbrs.causal_upper_bound` with dictionaries and loops (same arguments)."""
     H, S, A, b = data.horizon, data.n_states, data.n_actions, float(reward_max)
     steps = [0] * len(data) if stationary else [int(h) for h in data.h]
-    n_s, n_sa, y_sum = defaultdict(int), defaultdict(int), defaultdict(float)
-    n_sas = defaultdict(int)
+    n_s: defaultdict[tuple, int] = defaultdict(int)
+    n_sa: defaultdict[tuple, int] = defaultdict(int)
+    y_sum: defaultdict[tuple, float] = defaultdict(float)
+    n_sas: defaultdict[tuple, int] = defaultdict(int)
     entered_terminal, visited_any = set(), set()
     for h, s, x, y, s_next, done in zip(
         steps, data.s.tolist(), data.x.tolist(), data.y.tolist(), data.s_next.tolist(),

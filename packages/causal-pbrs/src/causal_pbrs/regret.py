@@ -135,7 +135,8 @@ def run(env, agent, n_episodes, seed=None, *, episode_regret=True):
     gap, episode, returns = np.zeros(K), np.zeros(K), np.zeros(K)
     homog = np.array([agent.homogeneous])
     ties = np.array([agent._rng is not None])
-    policy = V_pi = None
+    policy: np.ndarray | None = None
+    V_pi: np.ndarray | None = None
     for k in range(K):
         s = int(_first_true(cum_init > U[k, 0]))
         if episode_regret:
@@ -144,6 +145,7 @@ def run(env, agent, n_episodes, seed=None, *, episode_regret=True):
             if policy is None or (new_policy != policy).any():
                 V_pi = _policy_values(env, Q[None], homog, ties)[0]
             policy = new_policy
+            assert V_pi is not None  # computed at the first episode (policy was None)
             episode[k] = V_star[0, s] - V_pi[s]
         else:
             episode[k] = np.nan
@@ -298,6 +300,7 @@ def run_batch(env, agents, seeds, n_episodes, callback=None, *, episode_regret=T
         if not episode_regret:
             episode[:, k] = np.nan
         else:
+            assert V_pi is not None  # computed above when episode_regret
             if np.count_nonzero(changed):
                 V_pi[changed] = _policy_values(
                     env, Q[changed, :, :S], homog[changed], no_ties[changed]

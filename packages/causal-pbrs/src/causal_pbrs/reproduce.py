@@ -26,6 +26,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ N_TRANSITIONS = 100_000  # official gen_dataset(length=100000)
 OFFICIAL_Q_DECIMALS = 3  # notebook PRECISION = 3
 OFFICIAL_PHI_DECIMALS = 1  # official PotentialFunc: np.round(upper_value, decimals=1)
 METHODS = ("vanilla", "causal", "min", "max", "avg", "zero")
-LABELS = {
+LABELS: dict[str, Any] = {
     "vanilla": "Vanilla Q-UCB",
     "causal": "Shaping + causal bound",
     "min": "Shaping + min beh. value",
@@ -56,7 +57,7 @@ LABELS = {
     "avg": "Shaping + avg beh. value",
     "zero": "Same-scale vanilla (φ ≡ 0)",
 }
-CONFIGS = {
+CONFIGS: dict[str, Any] = {
     "official": "official configuration (homogeneous, stationary skip bound, φ to 1 decimal, "
     "bonus c√(Hφ_m²ι/t), clip at φ(s), Q to 3 decimals), V(s') = 0 on termination",
     "paper": "time-indexed (per-step tables, bound and MC values), V^max = 0, "
@@ -65,7 +66,7 @@ CONFIGS = {
 }
 
 # Paper-side numbers: the official notebook's printed cumulative regrets at K = 20 000.
-NOTEBOOK = {
+NOTEBOOK: dict[int, Any] = {
     1234: {"causal": 696.6, "vanilla": 35342.8, "min": 5058.5, "max": 1658.6, "avg": 2516.0},
     5678: {"causal": 61.5, "vanilla": 35039.7, "min": 8184.8, "max": 1641.4, "avg": 2428.5},
     91011: {"causal": 237.8, "vanilla": 34953.9, "min": 6048.7, "max": 1646.5, "avg": 3025.7},
@@ -88,7 +89,7 @@ FULL = Settings(
     envs=("lava_extreme", "frozenlake4x4", "frozenlake8x8", "cliffwalking_slippery"),
 )
 
-ENVS = {
+ENVS: dict[str, Any] = {
     "lava_extreme": {"kind": "windy", "preset": "lava_extreme", "horizon": 20},
     "frozenlake4x4": {
         "kind": "toy",

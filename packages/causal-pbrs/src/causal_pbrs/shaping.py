@@ -175,14 +175,27 @@ class PotentialShaping(gymnasium.Wrapper):
                 "its episodes would outlast the potential"
             )
         self.phi = as_potential(phi, self.horizon, int(env.observation_space.n), "phi")
-        self._s, self._h = None, 0
+        self._s: int | None = None
+        self._h = 0
 
     def reset(self, **kwargs):
+        """Reset the wrapped environment and the step counter; returns ``(s, info)`` as it does."""
         s, info = self.env.reset(**kwargs)
         self._s, self._h = int(s), 0
         return s, info
 
     def step(self, action):
+        """Step the wrapped environment; the reward becomes ``y + Φ_{h+1}(s') - Φ_h(s)``.
+
+        Φ of the state after a terminal or the last step (h + 1 = horizon) is 0, so shaping leaves
+        every policy's return unchanged up to ``-Φ_0(s_0)`` (Ng et al. 1999; paper Sec. 3). The raw
+        reward stays in ``info["reward"]``.
+
+        Raises
+        ------
+        RuntimeError
+            Before ``reset``, or past the given horizon.
+        """
         if self._s is None:
             raise RuntimeError("call reset() before step()")
         h = self._h

@@ -36,7 +36,7 @@ def load_fashion_mnist(root=None) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
         images, labels = fashion_mnist(split, root=root)
         x = torch.from_numpy(images).to(torch.float32).div_(255.0).unsqueeze(1)
         out += [x, torch.from_numpy(labels).to(torch.int64)]
-    return tuple(out)
+    return out[0], out[1], out[2], out[3]
 
 
 def load_digits() -> tuple[torch.Tensor, torch.Tensor]:

@@ -117,7 +117,7 @@ def local_update(
     sam_rho: float | None = None,
     num_examples: int | None = None,
 ) -> LocalResult:
-    """Run one client's local round from the global model ``x_t``; `model` is not modified.
+    r"""Run one client's local round from the global model ``x_t``; `model` is not modified.
 
     Each step ``k = 0..K-1`` (``y_0 = x_t``)::
 
@@ -125,7 +125,21 @@ def local_update(
         y_{k+1} = y_k - eta_k * (g_k + weight_decay * y_k + c - c_i)
         eta_k   = cyclic_lr(k, K, eta, rho)
 
-    With a control, afterwards ``c_i+ = c_i - c + (x_t - y_K) / sum_k eta_k``.
+    With a control, afterwards ``c_i+ = c_i - c + (x_t - y_K) / sum_k eta_k``. In symbols, with
+    $\tau$ = `clip_norm`, $\lambda$ = `weight_decay` and $\xi_k$ the minibatch of step $k$
+    ($c = c_i = 0$ without a control):
+
+    $$
+    \begin{aligned}
+    \eta_k &= \Big(1 - \frac{k}{K}\Big)\,\eta + \frac{k}{K}\,\rho\,\eta,
+    \qquad g_k = \mathrm{clip}_\tau\big(\nabla f_i(y_k;\, \xi_k)\big), \\
+    y_{k+1} &= y_k - \eta_k\,\big(g_k + \lambda\, y_k + c - c_i\big),
+    \qquad y_0 = x_t, \\
+    c_i^{+} &= c_i - c + \frac{x_t - y_K}{\sum_{k=0}^{K-1} \eta_k},
+    \qquad \Delta_i = y_K - x_t.
+    \end{aligned}
+    $$
+
     With `sam_rho` (FedSAM), ``grad f_i`` is taken at ``y_k + sam_rho * g / ||g||`` through
     ``pytorch_optimizer.SAM`` and applied at ``y_k``.
 

@@ -93,7 +93,8 @@ def top_hessian_eigenvalue(
     def hvp(v):
         out = {k: torch.zeros_like(t) for k, t in params.items()}
         for x, y in data:
-            _, hv = jvp(lambda p, x=x, y=y: grad_fn(p, x, y), (params,), (v,))
+            # jvp returns (output, jvp_out) here (no has_aux); its stub also allows a triple
+            hv = jvp(lambda p, x=x, y=y: grad_fn(p, x, y), (params,), (v,))[1]
             for k in out:
                 out[k] += hv[k] * (len(x) / total)
         return out
@@ -132,6 +133,7 @@ def top_hessian_eigenvalue(
             eig = new
     finally:
         model.train(was_training)
+    assert eig is not None  # iters >= 1: the loop ran and set it (or returned)
     return eig
 
 

@@ -94,12 +94,12 @@ def dirichlet_fixed_size(
         p = rng.dirichlet(np.full(len(classes), alpha))
         if replace:
             counts = rng.multinomial(size, p / p.sum())
-            idx = []
+            chunks: list[np.ndarray] = []
             for c, count in enumerate(counts):
                 positions = (used[c] + np.arange(count)) % len(pools[c])
-                idx.append(pools[c][positions])
+                chunks.append(pools[c][positions])
                 used[c] += count
-            out.append(rng.permutation(np.concatenate(idx)).astype(np.int64))
+            out.append(rng.permutation(np.concatenate(chunks)).astype(np.int64))
         else:
             idx = np.empty(size, dtype=np.int64)
             for s in range(size):

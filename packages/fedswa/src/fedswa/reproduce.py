@@ -104,6 +104,7 @@ def run_unit(settings: Settings, method: str, lr_factor: float, seed: int) -> di
         eval_fn=lambda m: {"test_acc": accuracy(m, x_test, y_test)},
     )
     model = _model_fn(settings)()
+    assert history.state is not None  # run_federated always returns the final state
     model.load_state_dict(history.state.model_state)
     n = settings.hessian_images
     lam = top_hessian_eigenvalue(model, [(x_test[:n], y_test[:n])], iters=20, tol=1e-3)
@@ -235,6 +236,7 @@ def quadratic_drift(rounds: int = 200, seed: int = 0) -> dict[str, float]:
             lambda: _Quadratic(5), parts, cfg, rounds=rounds, clients_per_round=4,
             local_steps=20, batch_size=5, eta0=eta, loss_fn=_half_sq_error,
         )  # fmt: skip
+        assert hist.state is not None  # run_federated always returns the final state
         out[method] = float(np.linalg.norm(hist.state.model_state["x"].numpy() - x_star))
     return out
 

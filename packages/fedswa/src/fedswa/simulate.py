@@ -254,7 +254,7 @@ def run_federated(
         raise TypeError(f"`model_fn` must return an nn.Module, got {type(model).__name__}")
     template = zeros_like_params(model) if cfg.uses_control else None
     state = ServerState({k: v.detach().clone() for k, v in model.state_dict().items()}, template, 0)
-    controls = ControlStore(template) if cfg.uses_control else None
+    controls = ControlStore(template) if template is not None else None
     history = History(state=state, controls=controls)
     settings = {
         "algorithm": repr(cfg), "rounds": rounds, "clients_per_round": clients_per_round,
@@ -281,6 +281,7 @@ def run_federated(
             controls.load_state_dict(saved["controls"])
 
     participation = clients_per_round / len(partitions) if cfg.scale_by_participation else None
+    assert history.state is not None  # set above, or loaded from the checkpoint
     todo = range(history.state.round, rounds)
     for t in progress(todo, desc=cfg.name, unit="round", disable=not show_progress):
         state = history.state
@@ -289,9 +290,10 @@ def run_federated(
         results = {}
         for cid in sample_clients(len(partitions), clients_per_round, seed, t):
             x, y = partitions[cid]
-            control = (
-                ClientControl(state.control, controls.get(cid)) if controls is not None else None
-            )
+            control = None
+            if controls is not None:
+                assert state.control is not None  # algorithms with controls keep ``c`` in state
+                control = ClientControl(state.control, controls.get(cid))
             try:
                 results[cid] = local_update(
                     model,
@@ -321,6 +323,7 @@ def run_federated(
         )
         if controls is not None:
             for cid, res in results.items():
+                assert res.new_control is not None  # local_update ran with a control
                 controls.put(cid, res.new_control)
         total = sum(r.num_examples for r in results.values())
         record = {

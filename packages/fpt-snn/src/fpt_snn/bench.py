@@ -81,7 +81,7 @@ def benchmark(Ts=DEFAULT_TS, sizes=DEFAULT_SIZES, repeats=5, seed=0, extra=None)
             N = max(1, size // T)
             x = torch.randn(T, N, generator=g) * 0.8 + 0.6
             grad = torch.randn(T, N, generator=g)
-            times = {name: [] for name in runs}
+            times: dict[str, list[float]] = {name: [] for name in runs}
             for rep in range(repeats + 1):
                 for name, fn in runs.items():
                     elapsed = _time_once(fn, x, grad)

@@ -76,10 +76,15 @@ def fpt_lif(
     method="auto",
     generator=None,
 ):
-    """Spikes of a LIF layer by K parallel fixed-point evaluations over all T steps.
+    r"""Spikes of a LIF layer by K parallel fixed-point evaluations over all T steps.
 
     ``C = Λx``; ``s⁰ = f_0(C − θ)``; ``s^k = f_k(C − θ A s^{k−1} − θ)`` for k = 1..K−1;
     output ``o = sample(s^{K−1})`` with a straight-through gradient. ``f_k = σ(α_k ·)`` (or H).
+
+    $$
+    C = \Lambda x, \qquad s^{0} = f_0(C - \theta), \qquad
+    s^{k} = f_k\!\left(C - \theta A s^{k-1} - \theta\right), \quad k = 1, \dots, K - 1
+    $$
 
     Parameters
     ----------

@@ -95,6 +95,8 @@ class FPTLIF(nn.Module):
     torch.Size([8, 2, 5])
     """
 
+    alpha_base: torch.Tensor  # registered buffer: the K slopes before the learnable scale
+
     def __init__(
         self,
         T,

@@ -95,6 +95,8 @@ class DigitsSNN(nn.Module):
             nn.Linear(HIDDEN, HIDDEN),
             nn.Linear(HIDDEN, 10),
         )
+        self.lif1: nn.Module
+        self.lif2: nn.Module
         if method == "bptt":
             self.lif1, self.lif2 = _BPTTLIF(), _BPTTLIF()
         else:
@@ -188,7 +190,7 @@ def timing_unit(dwell, settings):
     T = data.x_train.shape[0]
     models = {m: DigitsSNN(T, m, seed=0) for m in ("bptt", "fpt")}
     opts = {m: torch.optim.Adam(models[m].parameters(), lr=settings.lr) for m in models}
-    times = {m: [] for m in models}
+    times: dict[str, list[float]] = {m: [] for m in models}
     for i in range(settings.timing_batches + 1):
         idx = torch.arange(i * settings.batch, (i + 1) * settings.batch) % data.x_train.shape[1]
         for m in models:
@@ -202,7 +204,7 @@ def timing_unit(dwell, settings):
 
 def collect(settings, out_dir):
     """Run (or resume) every unit; returns ``{key: result}``."""
-    units = []
+    units: list[tuple[str, tuple]] = []
     for dwell in (settings.dwell, *settings.extra_dwells):
         for seed in _seeds(settings):
             units.append((f"bptt-d{dwell}-s{seed}", ("bptt", seed, dwell, 3)))
@@ -220,7 +222,8 @@ def collect(settings, out_dir):
                 if args[0] == "timing":
                     store.put(key, timing_unit(args[1], settings))
                 else:
-                    store.put(key, train_unit(*args, settings))
+                    method, seed, dwell, K = args
+                    store.put(key, train_unit(method, seed, dwell, K, settings))
             bar.update()
     return {key: store.get(key) for key, _ in units}
 

@@ -138,7 +138,7 @@ def align(
     n = z.shape[0]
     before = nmse(aux, z, y, g_star)
     target = g_star / n if official_scale else g_star
-    closed = type(aux) is LinearGradScalarAux
+    linear_aux = aux if type(aux) is LinearGradScalarAux else None  # closed-form gradients
     opt = torch.optim.Adam(aux.parameters(), lr=lr)
     losses = []
     for _ in range(epochs):
@@ -149,12 +149,12 @@ def align(
             zb, yb, gb = z[idx], y[idx], target[idx]
             b = idx.shape[0]
             opt.zero_grad(set_to_none=True)
-            if closed and official_scale:
+            if linear_aux is not None and official_scale:
                 # sum ||E W / b - g*/M||^2 = (1/b^2) sum ||E W - g* b / M||^2
-                loss, gw, gbias = aux.alignment_grad(zb, yb, gb * b)
+                loss, gw, gbias = linear_aux.alignment_grad(zb, yb, gb * b)
                 loss, gw, gbias = loss / b**2, gw / b**2, gbias / b**2
-            elif closed:
-                loss, gw, gbias = aux.alignment_grad(zb, yb, gb)
+            elif linear_aux is not None:
+                loss, gw, gbias = linear_aux.alignment_grad(zb, yb, gb)
                 loss, gw, gbias = loss / b, gw / b, gbias / b
             else:
                 scale = 1.0 / b if official_scale else 1.0
@@ -162,8 +162,8 @@ def align(
                 if not official_scale:
                     loss = loss / b
                 loss.backward()
-            if closed:
-                aux.linear.weight.grad, aux.linear.bias.grad = gw, gbias
+            if linear_aux is not None:
+                linear_aux.linear.weight.grad, linear_aux.linear.bias.grad = gw, gbias
             opt.step()
             total += float(loss.detach())
             count += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -85,7 +86,18 @@ def _check_shape(shape, name: str) -> tuple[int, ...]:
 
 
 class GradScalarAux(nn.Module):
-    """A gradient-scalar auxiliary model around any network ``a: [B, *S] -> [B, C]`` log-probs.
+    r"""A gradient-scalar auxiliary model around any network ``a: [B, *S] -> [B, C]`` log-probs.
+
+    The client trains on the input gradient of the auxiliary loss in place of the S-server's
+    cut-layer gradient, and the S-server periodically aligns ``a`` to its own gradients on the
+    ``M`` buffered samples (FSL-SAGE Sec. 3; ``a(z)`` holds log-probabilities):
+
+    $$
+    \hat g_b = \nabla_{z_b}\, \ell_a(z_b, y_b) \;\approx\;
+    g^\star_b = \nabla_{z_b}\, \mathrm{CE}\big(\theta_s(z_b),\, y_b\big),
+    \qquad \ell_a(z, y) = \mathrm{NLL}\big(a(z), y\big) = -a(z)_y,
+    \qquad \min_a \sum_{b=1}^{M} \big\lVert \hat g_b - g^\star_b \big\rVert_2^2 .
+    $$
 
     Parameters
     ----------
@@ -255,7 +267,8 @@ class LinearGradScalarAux(GradScalarAux):
     @property
     def linear(self) -> nn.Linear:
         """The ``nn.Linear`` holding ``W`` (``[C, d]``) and ``b`` (``[C]``)."""
-        return self.net[1]
+        net = cast(nn.Sequential, self.net)  # built by __init__: Flatten, Linear, LogSoftmax
+        return cast(nn.Linear, net[1])
 
     def _residual_parts(self, z, y):
         w, b = self.linear.weight, self.linear.bias

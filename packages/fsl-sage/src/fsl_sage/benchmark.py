@@ -32,7 +32,7 @@ def _best_of(fn, repeats: int) -> float:
 
 def align_step_timings(
     batch: int = 1000, d: int = 2304, classes: int = 10, repeats: int = 10, compile: bool = True
-) -> dict[str, float]:
+) -> dict[str, float | str]:
     """Seconds per alignment-gradient evaluation (best of ``repeats``), by method.
 
     Returns

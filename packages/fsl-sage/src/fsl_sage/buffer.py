@@ -62,7 +62,7 @@ class AlignmentBuffer:
         check_smashed(z, "z", None if self.z is None else tuple(self.z.shape[1:]))
         check_labels(y, "y", z.shape[0], None)
         z, y = z.detach().clone(), y.detach().clone()
-        if self.z is not None:
+        if self.z is not None and self.y is not None:
             z, y = torch.cat([self.z, z]), torch.cat([self.y, y])
         self.z, self.y = z[-self.max_size :], y[-self.max_size :]
 
@@ -124,7 +124,7 @@ class AlignmentBuffer:
         pitfalls: the official mean-over-M scale only matches its alignment batch when both are
         1000).
         """
-        if self.y is None:
+        if self.z is None or self.y is None:
             raise ValueError("the alignment buffer is empty: `add` smashed data first")
         if not isinstance(server_model, nn.Module):
             raise TypeError(

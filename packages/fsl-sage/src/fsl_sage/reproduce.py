@@ -17,6 +17,7 @@ import platform
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,7 +39,7 @@ TARGET_ACCURACY = 0.80  # bytes to 80 % test accuracy
 SPLITFED_BYTES_FACTOR = 0.5  # FSL-SAGE bytes <= 0.5 x SplitFed-v2 bytes
 ACCURACY_GAP_PT = 3.0  # FSL-SAGE final accuracy >= SplitFed-v2 - 3 points
 
-QUICK = {
+QUICK: dict[str, Any] = {
     "clients": 5, "per_client": 1200, "test": 2000, "alpha": 1.0, "widths": (16, 32),
     "batch_size": 64, "rounds": 6, "q": 5, "l": 2, "M": 1000, "align_epochs": 100,
     "align_batch_size": 1000, "lr": 1e-3, "weight_decay": 1e-4, "seed": 200,

@@ -66,6 +66,8 @@ class ModelState:
 
     @property
     def nbytes(self) -> int:
+        """Official size in bytes: ``4 x`` the number of elements of every entry of `state`
+        (all counted as float32, integer buffers included)."""
         return _state_nbytes(self.state)
 
 
@@ -239,6 +241,7 @@ class Client:
             if algorithm == "fedavg":
                 F.nll_loss(z, y).backward()
             elif algorithm == "splitfed":
+                assert exchange is not None  # checked above
                 grad = exchange(SmashedBatch(self.client_id, j, z.detach().clone(), y.clone()))
                 z.backward(grad)
             else:
@@ -247,6 +250,8 @@ class Client:
                     sent.append(batch)
                     if exchange is not None:
                         exchange(batch)
+                assert self.aux is not None  # checked above
+                assert self.aux_optimizer is not None  # made with the aux
                 if algorithm == "fsl_sage":
                     z.backward(self.aux.estimate(z.detach(), y) / y.shape[0])
                 elif algorithm == "cse_fsl":
@@ -323,6 +328,7 @@ class SServer:
         z = batch.z.detach().requires_grad_(True)
         F.nll_loss(self.model(z), batch.y).backward()
         self.optimizer.step()
+        assert z.grad is not None  # z is a leaf that requires grad
         return z.grad.detach()
 
     def align(

@@ -25,7 +25,7 @@ from icml25_core import ResultStore, check_choice, check_scalar, check_tensor, p
 
 from .algorithms import Algorithm
 from .align import nmse
-from .aux import check_labels
+from .aux import GradScalarAux, check_labels
 from .buffer import AlignmentBuffer
 from .comm import CommMeter, module_nbytes
 from .models import SplitSpec
@@ -54,11 +54,15 @@ class History:
     records: list[dict] = field(default_factory=list)
 
     @property
-    def accuracy(self) -> list[float]:
+    def accuracy(self) -> list[float | None]:
+        """Test accuracy after each round, a fraction in ``[0, 1]`` (``None`` for a round run
+        without test data), in round order."""
         return [r["accuracy"] for r in self.records]
 
     @property
     def official_bytes(self) -> list[int]:
+        """Cumulative bytes communicated up to the end of each round, as the official code
+        counts them (every kind but ``labels``), in round order."""
         return [r["official_bytes"] for r in self.records]
 
     def bytes_to_accuracy(self, target: float) -> float:
@@ -152,6 +156,12 @@ def align_client(
     }
 
 
+def _aux_of(client: Client) -> GradScalarAux:
+    """The client's auxiliary model, which its algorithm (FSL-SAGE, CSE-FSL) gave it."""
+    assert client.aux is not None  # the algorithm built the client with one
+    return client.aux
+
+
 def _check_pair(pair, name: str) -> None:
     if not isinstance(pair, list | tuple) or len(pair) != 2:
         got = f"length {len(pair)}" if isinstance(pair, list | tuple) else type(pair).__name__
@@ -243,7 +253,7 @@ class Simulation:
                 )
             )
         if name == "cse_fsl":  # CSE-FSL starts from one shared (averaged) aux
-            FServer.average_modules([c.aux for c in self.clients], [1.0] * len(self.clients))
+            FServer.average_modules([_aux_of(c) for c in self.clients], [1.0] * len(self.clients))
         n_servers = len(partitions) if name == "splitfed_v1" else 1
         self.servers = [
             SServer(
@@ -255,13 +265,17 @@ class Simulation:
             for _ in range(n_servers)
         ]
         # the S-server's copies of the aux models (aligned there, then sent down)
-        self.server_aux = [copy.deepcopy(c.aux) for c in self.clients] if name == "fsl_sage" else []
+        self.server_aux = (
+            [copy.deepcopy(_aux_of(c)) for c in self.clients] if name == "fsl_sage" else []
+        )
         self.meter = CommMeter()
         self.history = History()
 
     # -------------------------------------------------------------- helpers
     @property
     def server(self) -> SServer:
+        """The S-server (``servers[0]``): the only one, except under SplitFed-v1, which keeps
+        one replica per client and averages them each round."""
         return self.servers[0]
 
     def _weights(self) -> list[float]:
@@ -275,7 +289,7 @@ class Simulation:
         record = align_client(
             self.server, i, self.server_aux[i], self.algorithm, self.split, t, self.seed
         )
-        self.clients[i].aux.load_state_dict(self.server_aux[i].state_dict())
+        _aux_of(self.clients[i]).load_state_dict(self.server_aux[i].state_dict())
         self.meter.add("aux_model", "down", module_nbytes(self.server_aux[i]))
         return record
 
@@ -342,10 +356,10 @@ class Simulation:
             self.meter.add("client_model", "up", size)
             self.meter.add("client_model", "down", size)
         if name == "cse_fsl":
-            FServer.average_modules([c.aux for c in self.clients], self._weights())
+            FServer.average_modules([_aux_of(c) for c in self.clients], self._weights())
             for c in self.clients:
-                self.meter.add("aux_model", "up", module_nbytes(c.aux))
-                self.meter.add("aux_model", "down", module_nbytes(c.aux))
+                self.meter.add("aux_model", "up", module_nbytes(_aux_of(c)))
+                self.meter.add("aux_model", "down", module_nbytes(_aux_of(c)))
         record = {
             "round": t,
             "accuracy": self.accuracy() if self.test is not None else None,
@@ -361,7 +375,9 @@ class Simulation:
     def accuracy(self) -> float:
         """Test accuracy of the averaged model (client 0's copy after averaging)."""
         model = self.clients[0].model
+        assert self.test is not None  # run_round evaluates only with test data
         if self.algorithm.name == "fedavg":
+            assert isinstance(model, nn.Sequential)  # FedAvg trains the whole (client, server)
             return evaluate(model[0], model[1], *self.test)
         return evaluate(model, self.server.model, *self.test)
 
@@ -375,7 +391,7 @@ class Simulation:
                     "model": c.model.state_dict(),
                     "opt": c.optimizer.state_dict(),
                     "aux": None if c.aux is None else c.aux.state_dict(),
-                    "aux_opt": None if c.aux is None else c.aux_optimizer.state_dict(),
+                    "aux_opt": None if c.aux_optimizer is None else c.aux_optimizer.state_dict(),
                 }
                 for c in self.clients
             ],
@@ -398,7 +414,7 @@ class Simulation:
         for c, s in zip(self.clients, state["clients"], strict=True):
             c.model.load_state_dict(s["model"])
             c.optimizer.load_state_dict(s["opt"])
-            if c.aux is not None:
+            if c.aux is not None and c.aux_optimizer is not None:
                 c.aux.load_state_dict(s["aux"])
                 c.aux_optimizer.load_state_dict(s["aux_opt"])
         for srv, s in zip(self.servers, state["servers"], strict=True):
@@ -497,7 +513,7 @@ def run(
         if max_bytes is not None and sim.meter.official_total() >= max_bytes:
             break
         record = sim.run_round()
-        if store is not None:
+        if store is not None and state_path is not None:
             tmp = state_path.with_suffix(".tmp")
             torch.save(sim.state_dict(), tmp)
             tmp.replace(state_path)

@@ -163,6 +163,7 @@ class JanusClient:
 
     @property
     def client_id(self) -> int:
+        """The client's id: its key's ``ClientPublicKey.client_id``."""
         return self.keys.client_id
 
     def prepare(self, u, weight, round_id: int) -> tuple[ToA, ToB]:

@@ -215,9 +215,13 @@ class SeparableCommitment(Protocol):
     commit(x + x', a + a', b + b') and be binding and perfectly hiding in the blinding.
     """
 
-    def commit(self, key, x, rho_a: int, rho_b: int) -> Commitment: ...
+    def commit(self, key, x, rho_a: int, rho_b: int) -> Commitment:
+        """The commitment to vector `x` with blinding ρ^A + ρ^B."""
+        ...
 
-    def check_opening(self, key, C: Commitment, X, P: int) -> bool: ...
+    def check_opening(self, key, C: Commitment, X, P: int) -> bool:
+        """Whether `C` opens to the vector `X` with total blinding `P`."""
+        ...
 
 
 class PedersenBLS12381:
@@ -230,7 +234,11 @@ class PedersenBLS12381:
     """
 
     def commit(self, key: CommitmentKey, x, rho_a: int, rho_b: int) -> Commitment:
-        """C = Σ_j x_j · G_j + (ρ^A + ρ^B mod r) · H, one multi-scalar multiplication.
+        r"""C = Σ_j x_j · G_j + (ρ^A + ρ^B mod r) · H, one multi-scalar multiplication.
+
+        $$
+        C = \sum_{j=0}^{l} x_j G_j + \left(\rho^A + \rho^B \bmod r\right) H
+        $$
 
         Parameters
         ----------

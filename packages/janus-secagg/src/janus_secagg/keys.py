@@ -48,6 +48,7 @@ class ServerPublicKeys:
             _check_key_bytes(self.box, "box")
 
     def to_bytes(self) -> bytes:
+        """The encoding ``from_bytes`` reads: the verify key, then the box key if any."""
         return bytes([self.box is not None]) + self.sign + (self.box or b"")
 
     @classmethod
@@ -115,6 +116,7 @@ class ServerKeys:
 
     @property
     def public(self) -> ServerPublicKeys:
+        """The public half (``ServerPublicKeys``) clients and the other server are given."""
         box = bytes(self.box.public_key) if self.box is not None else None
         return ServerPublicKeys(bytes(self.signing.verify_key), box)
 
@@ -133,10 +135,18 @@ class ClientPublicKey:
         _check_key_bytes(self.sign, "sign")
 
     def to_bytes(self) -> bytes:
+        """The 32-byte Ed25519 verify key."""
         return self.sign
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "ClientPublicKey":
+        """The key from its 32 bytes.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `data` is not 32 bytes.
+        """
         return cls(_check_key_bytes(data, "data"))
 
     @property
@@ -155,17 +165,21 @@ class ClientKeys:
 
     @classmethod
     def generate(cls) -> "ClientKeys":
+        """A fresh random Ed25519 signing key (PyNaCl ``SigningKey.generate``)."""
         return cls(SigningKey.generate())
 
     @property
     def public(self) -> ClientPublicKey:
+        """The verify key the servers register (``ClientPublicKey``)."""
         return ClientPublicKey(bytes(self.signing.verify_key))
 
     @property
     def client_id(self) -> int:
+        """The self-certifying id of the verify key (``ClientPublicKey.client_id``)."""
         return self.public.client_id
 
     def sign(self, message: bytes) -> bytes:
+        """The 64-byte Ed25519 signature of `message` (detached)."""
         return self.signing.sign(message).signature
 
 

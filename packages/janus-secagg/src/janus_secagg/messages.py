@@ -118,6 +118,10 @@ class _Reader:
 class _Message:
     """Equality by encoding; frozen dataclasses holding numpy arrays compare by bytes."""
 
+    def to_bytes(self) -> bytes:
+        """The message's wire encoding (each message class defines it)."""
+        raise NotImplementedError
+
     def __eq__(self, other) -> bool:
         return type(self) is type(other) and self.to_bytes() == other.to_bytes()
 
@@ -150,6 +154,7 @@ class ToA(_Message):
         )  # fmt: skip
 
     def to_bytes(self) -> bytes:
+        """The wire encoding ``from_bytes`` reads (header, id, y, ρ^A, C, box digest, σ)."""
         return (
             _HEAD.pack(VERSION, self.KIND, self.round_id) + _U64.pack(self.client_id)
             + _vector_bytes(self.y) + _scalar_bytes(self.rho_a) + self.commitment.to_bytes()
@@ -181,12 +186,14 @@ class ToB(_Message):
     KIND = 2
 
     def payload(self, domain: bytes) -> bytes:
+        """The bytes σ signs: the same client payload as A's message (C, y digest, box digest)."""
         return client_payload(
             domain, self.round_id, self.client_id, self.commitment, self.y_digest,
             digest(self.box),
         )  # fmt: skip
 
     def to_bytes(self) -> bytes:
+        """The wire encoding ``from_bytes`` reads (header, id, sealed box, C, y digest, σ)."""
         return (
             _HEAD.pack(VERSION, self.KIND, self.round_id) + _U64.pack(self.client_id) + self.box
             + self.commitment.to_bytes() + self.y_digest + self.signature
@@ -213,12 +220,14 @@ class ParticipantSet(_Message):
     KIND = 3
 
     def payload(self, domain: bytes) -> bytes:
+        """The bytes A signs: the domain, round id, count and the sorted ids."""
         return (
             domain + b"|participants|" + _U64.pack(self.round_id) + _U32.pack(len(self.ids))
             + b"".join(_U64.pack(i) for i in self.ids)
         )  # fmt: skip
 
     def to_bytes(self) -> bytes:
+        """The wire encoding ``from_bytes`` reads (header, count, ids, A's signature)."""
         return (
             _HEAD.pack(VERSION, self.KIND, self.round_id) + _U32.pack(len(self.ids))
             + b"".join(_U64.pack(i) for i in self.ids) + self.signature
@@ -226,6 +235,14 @@ class ParticipantSet(_Message):
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "ParticipantSet":
+        """Decode ``to_bytes``'s output.
+
+        Raises
+        ------
+        ValueError
+            If the bytes are not a ParticipantSet, the ids are not sorted and distinct, or bytes
+            are missing or trailing.
+        """
         r = _Reader(data, cls.KIND, "ParticipantSet")
         count = r.u32()
         ids = tuple(r.u64() for _ in range(count))

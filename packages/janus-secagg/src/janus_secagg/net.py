@@ -159,7 +159,7 @@ class Service:
     def __init__(self, server, peer=None, rounds=None, linger: float = 10.0):
         self.server, self.peer, self.rounds, self.linger = server, peer, rounds, linger
         self.closed_rounds = 0
-        self.stop = None
+        self.stop: asyncio.Event | None = None  # made by run(), in its event loop
 
     async def _peer_call(self, op: int, body: bytes) -> bytes:
         reader, writer = await asyncio.open_connection(*self.peer)
@@ -210,6 +210,7 @@ class Service:
     def _round_closed(self) -> None:
         self.closed_rounds += 1
         if self.rounds is not None and self.closed_rounds >= self.rounds:
+            assert self.stop is not None  # requests are served only inside run()
             asyncio.get_running_loop().call_later(self.linger, self.stop.set)
 
     async def _handle(self, reader, writer) -> None:
@@ -234,14 +235,14 @@ class Service:
 
     async def run(self, host: str, port: int, announce=print) -> None:
         """Listen on (host, port); announce ``LISTENING <port>``; serve until stopped."""
-        self.stop = asyncio.Event()
+        stop = self.stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stop.set)
+            loop.add_signal_handler(sig, stop.set)
         server = await asyncio.start_server(self._handle, host, port)
         announce(f"LISTENING {server.sockets[0].getsockname()[1]}")
         async with server:
-            await self.stop.wait()
+            await stop.wait()
 
 
 def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = None) -> None:
@@ -383,13 +384,16 @@ def start_server(args, timeout: float = 60.0):
         text=True,
         start_new_session=True,
     )
-    line = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+    line: list[str] = []
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None  # a pipe
+    assert stderr is not None  # a pipe
+    reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
     reader.start()
     reader.join(timeout)
     if not line or not line[0].startswith("LISTENING"):
         _end_group(proc, timeout=10.0)
-        error = proc.stderr.read()[-2000:]
+        error = stderr.read()[-2000:]
         stop_server(proc)
         raise RuntimeError(f"server did not start: {line!r}; stderr: {error}")
     return proc, int(line[0].split()[1])

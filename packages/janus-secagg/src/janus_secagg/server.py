@@ -30,7 +30,7 @@ def _binding(commitment: Commitment, y_hash: bytes, box_digest: bytes) -> bytes:
 class _Server:
     """Registration and the checks both servers apply to a client's message."""
 
-    message_type: type = object
+    message_type: type[ToA] | type[ToB]  # set by each server
 
     def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1):
         if not isinstance(params, JanusParams):
@@ -41,7 +41,7 @@ class _Server:
         self.params, self.keys, self.round_id = params, keys, int(round_id)
         self.clients: dict[int, ClientPublicKey] = {}
         self.outputs: dict[int, object] = {}
-        self._inbox: dict[int, object] = {}
+        self._inbox: dict[int, tuple] = {}  # client id -> what the round keeps of its message
 
     @property
     def public(self) -> ServerPublicKeys:
@@ -158,12 +158,16 @@ class ServerA(_Server):
         if not isinstance(u_b, Mapping):
             u_b = list(u_b)
         for i in u_b:
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= i < 2**64:
+            if (
+                isinstance(i, bool)
+                or not isinstance(i, numbers.Integral)
+                or not 0 <= int(i) < 2**64
+            ):
                 raise ValueError(f"`u_b` must hold client ids (ints in [0, 2^64)), got {i!r:.40}")
-        ids = set(self.received) & {int(i) for i in u_b}
+        common = set(self.received) & {int(i) for i in u_b}
         if isinstance(u_b, Mapping):
-            ids = {i for i in ids if u_b[i] == self._inbox[i][2]}
-        ids = tuple(sorted(ids))
+            common = {i for i in common if u_b[i] == self._inbox[i][2]}
+        ids = tuple(sorted(common))
         unsigned = ParticipantSet(self.round_id, ids, b"")
         pset = ParticipantSet(
             self.round_id, ids, self.keys.sign(unsigned.payload(self.params.context))

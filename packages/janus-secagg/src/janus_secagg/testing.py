@@ -67,6 +67,7 @@ class FaultyServerA(ServerA):
         )
 
     def aggregate(self, round_id: int):
+        assert self._participants is not None  # participants() ran
         first: Commitment = self._inbox[self._participants.ids[0]][-1]
         out = super().aggregate(round_id)
         vector = out.vector.copy()

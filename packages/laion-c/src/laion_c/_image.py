@@ -26,14 +26,14 @@ def resize_shorter(image: Image.Image, size: int) -> Image.Image:
     """torchvision ``Resize(size)`` for a PIL image (shorter side -> `size`, bilinear)."""
     w, h = image.size
     new = (size, int(size * h / w)) if w <= h else (int(size * w / h), size)
-    return image if new == (w, h) else image.resize(new, Image.BILINEAR)
+    return image if new == (w, h) else image.resize(new, Image.Resampling.BILINEAR)
 
 
 def resize_exact(image: Image.Image, height: int, width: int) -> Image.Image:
     """torchvision ``Resize((height, width))`` for a PIL image (bilinear)."""
     if image.size == (width, height):
         return image
-    return image.resize((width, height), Image.BILINEAR)
+    return image.resize((width, height), Image.Resampling.BILINEAR)
 
 
 def crop_box(height: int, width: int, size: int) -> tuple[int, int]:

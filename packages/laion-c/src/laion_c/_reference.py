@@ -108,7 +108,7 @@ def mosaic(array: np.ndarray, level: int, tiles: np.ndarray) -> np.ndarray:
     """Loop version of :func:`laion_c.functional.mosaic`: brute-force nearest key per block."""
     t = PARAMS["mosaic"][level]
     h, w = array.shape[:2]
-    small = np.asarray(Image.fromarray(array).resize((w // t, h // t), Image.BICUBIC))
+    small = np.asarray(Image.fromarray(array).resize((w // t, h // t), Image.Resampling.BICUBIC))
     keys = (tiles.astype(np.float32) / np.float32(255)).astype(np.float64).mean(axis=(1, 2))
     out = np.empty_like(array)
     for by in range(h // t):

@@ -35,7 +35,7 @@ from .params import DISTORTIONS, LEVELS, check_level, resolve
 from .tiles import image_files, select_tiles, tile_sizes_needed
 
 MANIFEST = "manifest.json"
-_TILES = {}
+_TILES: dict = {}  # a worker's tile pool (select_tiles' output), set by _init_worker
 
 
 def output_path(out: Path, rel: Path, name: str, level: int) -> Path:
@@ -59,8 +59,8 @@ def _process(src: Path, out: Path, rel: Path, cells, seed: int) -> int:
     todo = [(n, k) for n, k in cells if not output_path(out, rel, n, k).exists()]
     if not todo:
         return 0
-    with Image.open(src / rel) as image:
-        image = image.convert("RGB")
+    with Image.open(src / rel) as opened:
+        image = opened.convert("RGB")
     for name, level in todo:
         rng = np.random.default_rng(image_seed(seed, rel, name, level))
         result = corrupt(image, name, level, rng=rng, tiles=_TILES or None)

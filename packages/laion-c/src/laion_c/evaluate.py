@@ -145,8 +145,8 @@ class ImageFolderDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index):
         with Image.open(self.files[index]) as image:
-            image = resize_exact(image.convert("RGB"), INPUT_SIZE, INPUT_SIZE)
-            array = np.array(image, dtype=np.uint8)
+            resized = resize_exact(image.convert("RGB"), INPUT_SIZE, INPUT_SIZE)
+            array = np.array(resized, dtype=np.uint8)
         tensor = torch.from_numpy(array).permute(2, 0, 1).float().div(255)
         return tensor, self.labels[index]
 

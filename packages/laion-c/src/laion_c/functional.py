@@ -165,7 +165,8 @@ def _distort_array(array, name, level, rng, tiles, glitch_seed):
         return _geometric_shapes(array, PARAMS["geometric_shapes"][level], rng)
     if name == "stickers":
         return _stickers(array, PARAMS["stickers"][level], tiles, rng)
-    return _luminance(array, *PARAMS["luminance_checkerboard"][level], rng)
+    low, high = PARAMS["luminance_checkerboard"][level]
+    return _luminance(array, low, high, rng)
 
 
 # ---------------------------------------------------------------------------- mosaic
@@ -196,7 +197,7 @@ def mosaic_colors(array: np.ndarray, t: int) -> np.ndarray:
     """``(H/t, W/t, 3)`` block colours: bicubic ``Image.resize``, then ``ToTensor``'s float32
     ``/ 255`` (as ``process_data_mosaic``), returned as float64."""
     h, w = array.shape[:2]
-    small = np.asarray(Image.fromarray(array).resize((w // t, h // t), Image.BICUBIC))
+    small = np.asarray(Image.fromarray(array).resize((w // t, h // t), Image.Resampling.BICUBIC))
     return (small.astype(np.float32) / np.float32(255)).astype(np.float64)
 
 

@@ -7,6 +7,7 @@ Source: ``distortions/apply_distortions.py`` of the official repository
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ ALIASES: dict[str, str] = {"sticker": "stickers", "luminance": "luminance_checke
 
 #: ``PARAMS[name][level]``: mosaic tile side t; glitch amount g; vertical lines (l, step);
 #: number of shapes; number of 16-px stickers; luminance offset range [a, b] (0-255 units).
-PARAMS: dict[str, dict[int, object]] = {
+PARAMS: dict[str, dict[int, Any]] = {  # int or (int, int), per distortion
     "mosaic": {1: 4, 2: 6, 3: 8, 4: 16, 5: 28},
     "glitched": {1: 2, 2: 4, 3: 5, 4: 8, 5: 10},
     "vertical_lines": {1: (224, 1), 2: (178, 2), 3: (112, 4), 4: (84, 6), 5: (60, 8)},

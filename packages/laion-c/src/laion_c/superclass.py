@@ -18,7 +18,7 @@ from icml25_core import check_array
 
 
 def _ranges(*items) -> tuple[int, ...]:
-    out = []
+    out: list[int] = []
     for item in items:
         out.extend(range(item[0], item[1] + 1) if isinstance(item, tuple) else [item])
     return tuple(out)
@@ -109,7 +109,11 @@ def superclass_matrix(mapping="laion-c16", n_classes: int = 1000) -> np.ndarray:
 
 
 def aggregate(probs, mapping="laion-c16") -> np.ndarray:
-    """Superclass scores: the mean of member probabilities (``laionc/evaluation.py``).
+    r"""Superclass scores: the mean of member probabilities (``laionc/evaluation.py``).
+
+    $$
+    \mathrm{score}_j(x) = \frac{1}{|S_j|} \sum_{c \in S_j} p_c(x)
+    $$
 
     Parameters
     ----------
@@ -171,6 +175,12 @@ class SuperclassHead(torch.nn.Module):
         If `normalize` is malformed.
     """
 
+    # registered buffers: the input normalisation and the class -> superclass membership
+    mean: torch.Tensor
+    std: torch.Tensor
+    member: torch.Tensor
+    sizes: torch.Tensor
+
     def __init__(self, model, *, normalize, mapping="laion-c16", n_classes: int = 1000):
         super().__init__()
         if not isinstance(model, torch.nn.Module):
@@ -215,6 +225,8 @@ def normalization(normalize):
     ValueError
         If `normalize` is not "imagenet", None or a pair of 3 numbers each with std > 0.
     """
+    mean: tuple[float, ...] | np.ndarray
+    std: tuple[float, ...] | np.ndarray
     if normalize is None:
         mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
     elif isinstance(normalize, str):
@@ -225,9 +237,9 @@ def normalization(normalize):
         mean, std = IMAGENET_MEAN, IMAGENET_STD
     else:
         try:
-            mean, std = normalize
-            mean = check_array(mean, "normalize", shape=(3,), dtype="numeric")
-            std = check_array(std, "normalize", shape=(3,), dtype="numeric")
+            mean_in, std_in = normalize
+            mean = check_array(mean_in, "normalize", shape=(3,), dtype="numeric")
+            std = check_array(std_in, "normalize", shape=(3,), dtype="numeric")
         except (TypeError, ValueError) as error:
             raise ValueError(
                 f"`normalize` must be 'imagenet', None or (mean, std) of 3 numbers each: {error}"

@@ -175,7 +175,7 @@ class TileLibrary:
 
 def tile_sizes_needed(distortions, levels) -> list[int]:
     """Tile sizes the given cells need (mosaic t per level, 16 for stickers)."""
-    sizes = set()
+    sizes: set[int] = set()
     for name in distortions:
         if name == "mosaic":
             sizes.update(PARAMS["mosaic"][level] for level in levels)

@@ -63,6 +63,8 @@ class Preprocess(torch.nn.Module):
         self.distortion, self.level = resolve(distortion), check_level(level)
 
     def forward(self, img):
+        """PIL image, uint8 ndarray (H, W, 3) or float tensor (3, H, W) / (B, 3, H, W) -> the
+        same type, preprocessed (``laion_c.functional.preprocess``)."""
         return preprocess(img, self.distortion, self.level)
 
 

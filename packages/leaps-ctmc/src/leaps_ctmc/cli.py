@@ -65,6 +65,7 @@ def _setup(config):
     from .nets import LocallyEquivariantConv
     from .paths import IsingPath, PottsPath
 
+    path: IsingPath | PottsPath
     if config["model"] == "ising":
         path, q = IsingPath(config["L"], config["beta"]), 2
     else:
@@ -157,6 +158,7 @@ def _sample(args) -> int:
     res = sample(path, net, args.walkers, n_steps, mcmc_sweeps=args.mcmc_sweeps,
                  scheme=args.scheme, generator=generator)  # fmt: skip
     L, beta = config["L"], config["beta"]
+    reference: float | None
     if config["model"] == "ising":
         reference = exact.ising_logz_kaufman(L, L, beta)
         order = res.x.to(torch.float64).mean((-1, -2)).abs()

@@ -121,14 +121,15 @@ def ising_logz_kaufman(m: int, n: int, K: float) -> float:
     gamma = np.arccosh(np.maximum(c, 1.0))
     gamma[0] = 2 * K + math.log(math.tanh(K))
     odd, even = m * gamma[1::2] / 2, m * gamma[0::2] / 2
-    logs, signs = [], []
+    log_terms: list[float] = []
+    sign_terms: list[float] = []
     for half in (odd, even):
-        logs.append(_log_2cosh(half).sum())
-        signs.append(1.0)
+        log_terms.append(_log_2cosh(half).sum())
+        sign_terms.append(1.0)
         ls, sg = _log_2sinh(half)
-        logs.append(ls.sum())
-        signs.append(float(np.prod(sg)))
-    logs, signs = np.array(logs), np.array(signs)
+        log_terms.append(ls.sum())
+        sign_terms.append(float(np.prod(sg)))
+    logs, signs = np.array(log_terms), np.array(sign_terms)
     top = logs[signs != 0].max()
     total = float((signs * np.exp(logs - top)).sum())
     return -math.log(2) + m * n / 2 * math.log(2 * math.sinh(2 * K)) + top + math.log(total)

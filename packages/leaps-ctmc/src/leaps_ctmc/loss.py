@@ -23,7 +23,13 @@ __all__ = ["pinn_loss", "pinn_residual"]
 
 
 def pinn_residual(path, net, fnet, x, t) -> torch.Tensor:
-    """r = -d_t U_t(x) - K^theta_t(x) + d_t F^phi_t, shape [B], the net's dtype.
+    r"""r = -d_t U_t(x) - K^theta_t(x) + d_t F^phi_t, shape [B], the net's dtype.
+
+    $$
+    r_t(x) = -\partial_t U_t(x) - \mathcal{K}^{\theta}_t(x) + \partial_t F^{\phi}_t,
+    \qquad
+    \mathcal{L}(\theta, \phi) = \mathbb{E}_{t,\, x \sim \mu_t}\!\left[ r_t(x)^2 \right]
+    $$
 
     Parameters
     ----------

@@ -15,6 +15,7 @@ Outputs G: Ising [B, *S]; Potts [B, q, *S] (0 at tau = x_i). dtype follows the p
 
 import itertools
 import math
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -227,10 +228,20 @@ class LocallyEquivariantConv(nn.Module):
         (functional form of ``nn.Embedding(q, C, max_norm=1)``) as [B, C, rows, cols]."""
         if self.q == 2:
             return ((1.0 + t)[:, None, None] * x.to(t.dtype))[:, None]
+        assert self.embed is not None  # q > 2: the Potts embedding exists
         norms = self.embed.norm(dim=1, keepdim=True).clamp(min=1.0)
         return (self.embed / norms)[x].movedim(-1, 1)
 
     def forward(self, x, t):
+        """G_t(x), the learned CTMC's rate field: x [B, *S] (Ising float {-1, +1}; Potts int64),
+        t float or [B] -> [B, *S] (Ising: one flip per site) or [B, q, *S] (Potts: one per target
+        state, 0 at the current one), in the net's float dtype.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `x` has the wrong dtype, shape or values, or `t` is not a time in [0, 1] per walker.
+        """
         x = _check_x(x, self.q, site_shape=True)
         t = check_time(t, x.shape[0], self.conv0.dtype).to(self.conv0.dtype)
         e = self.encode(x, t)
@@ -269,6 +280,8 @@ class LocallyEquivariantMLP(nn.Module):
     forward(x, t): x [B, *S] with prod(S) = N, t float or [B] -> G [B, *S] or [B, q, *S].
     """
 
+    hollow: torch.Tensor  # registered buffer: 1 - I, zeroing each site's weight on itself
+
     def __init__(self, n_sites, q=2, hidden=(32, 32)):
         super().__init__()
         self.n_sites = int(check_scalar(n_sites, "n_sites", kind=int, low=2))
@@ -290,6 +303,8 @@ class LocallyEquivariantMLP(nn.Module):
         self.tw = nn.ParameterList(nn.Parameter(torch.randn(n, b) * 0.1) for b in widths[1:])
 
     def forward(self, x, t):
+        """G_t(x): x [B, *S], t float or [B] -> [B, *S] (Ising) or [B, q, *S] (Potts), as
+        ``LocallyEquivariantConv.forward`` (same errors)."""
         x = _check_x(x, self.q, n_sites=self.n_sites)
         t = check_time(t, x.shape[0], self.w_in.dtype).to(self.w_in.dtype)
         B, site_shape = x.shape[0], x.shape[1:]
@@ -362,6 +377,8 @@ class LocallyEquivariantAttention(nn.Module):
         )
 
     def forward(self, x, t):
+        """G_t(x): x [B, *S], t float or [B] -> [B, *S] (Ising) or [B, q, *S] (Potts), as
+        ``LocallyEquivariantConv.forward`` (same errors)."""
         x = _check_x(x, self.q, n_sites=self.n_sites)
         t = check_time(t, x.shape[0], self.pos.dtype).to(self.pos.dtype)
         B, site_shape = x.shape[0], x.shape[1:]
@@ -413,8 +430,15 @@ class FreeEnergyNet(nn.Module):
         self.mlp = nn.Sequential(*layers, nn.Linear(widths[-1], 1, bias=False))
 
     def forward(self, t):
+        """F_t: times t [B] (float) -> the free-energy estimates [B], in the net's dtype.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `t` is not a 1-D tensor.
+        """
         check_tensor(t, "t", ndim=1)
-        first = self.mlp[0]
+        first = cast(nn.Linear, self.mlp[0])
         # first(t[:, None]) written elementwise (one input feature): the same numbers, but the
         # weight's gradient comes out in its own [width, 1] layout, so DDP's gradient buckets
         # take it without a stride-mismatch warning (the matmul's gradient is laid out transposed)

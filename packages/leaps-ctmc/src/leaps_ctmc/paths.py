@@ -165,6 +165,19 @@ class _Path:
             dtype = torch.get_default_dtype()
         return x, check_time(t, x.shape[0], dtype).to(dtype=dtype, device=x.device)
 
+    # What every path defines (the sampler and the MCMC sweeps call them on any path).
+    def coloring(self) -> torch.Tensor:
+        """A proper coloring of the sites, int64 [*S]: same-colored sites share no edge."""
+        raise NotImplementedError
+
+    def dU_dt(self, x, t) -> torch.Tensor:
+        """d U_t(x) / dt, shape [B]."""
+        raise NotImplementedError
+
+    def neighbor_delta(self, x, t) -> torch.Tensor:
+        """U_t(y) - U_t(x) for each single-site neighbour y of x."""
+        raise NotImplementedError
+
     def coupling(self, t: torch.Tensor) -> torch.Tensor:
         """J(t) = J_0 + t (J_1 - J_0), shape [B]."""
         return self.J[0] + t * (self.J[1] - self.J[0])
@@ -220,6 +233,13 @@ class IsingPath(_Path):
 
     @property
     def log_z0(self) -> float:
+        """log Z_0 = d log 2 of the uniform start (J_0 = 0, field_0 = 0), in nats.
+
+        Raises
+        ------
+        ValueError
+            If the path does not start at J = 0 and zero field.
+        """
         if self.J[0] != 0.0 or self.field[0] != 0.0:
             raise ValueError("log_z0 = d log 2 only for a path starting at J = 0, field = 0")
         return self.n_sites * math.log(2.0)
@@ -294,6 +314,13 @@ class PottsPath(_Path):
 
     @property
     def log_z0(self) -> float:
+        """log Z_0 = d log q of the uniform start (J_0 = 0), in nats.
+
+        Raises
+        ------
+        ValueError
+            If the path does not start at J = 0.
+        """
         if self.J[0] != 0.0:
             raise ValueError("log_z0 = d log q only for a path starting at J = 0")
         return self.n_sites * math.log(self.q)
@@ -438,6 +465,13 @@ class GraphIsingPath(_Path):
 
     @property
     def log_z0(self) -> float:
+        """log Z_0 = n log 2 of the uniform start (J_0 = 0, h_0 = 0), in nats.
+
+        Raises
+        ------
+        ValueError
+            If the path does not start at J = 0 and zero field.
+        """
         if self.J[0] != 0.0 or self.field[0] != 0.0:
             raise ValueError("log_z0 = n log 2 only for a path starting at J = 0, h = 0")
         return self.n_sites * math.log(2.0)
@@ -445,7 +479,7 @@ class GraphIsingPath(_Path):
     def coloring(self) -> torch.Tensor:
         """Greedy proper coloring of the graph (largest degree first), int64 [n]."""
         n = self.n_sites
-        nbrs = [set() for _ in range(n)]
+        nbrs: list[set[int]] = [set() for _ in range(n)]
         for a, b in self.edges.tolist():
             nbrs[a].add(b)
             nbrs[b].add(a)

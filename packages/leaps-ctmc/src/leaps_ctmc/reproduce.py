@@ -119,9 +119,11 @@ def _magnetisation_histogram(ising_net, s: Settings, folder: Path):
     figure = None
     try:
         import matplotlib.pyplot as plt
+
+        has_plt = True
     except ImportError:
-        plt = None
-    if plt is not None:
+        has_plt = False
+    if has_plt:
         fig, ax = plt.subplots(figsize=(6, 3.5))
         w = 0.6
         ax.bar(levels - w, p_exact, width=w, label="exact (enumeration)")

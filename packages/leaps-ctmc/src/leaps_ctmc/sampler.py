@@ -240,7 +240,7 @@ def sample(
             raise ValueError(f"`x0` must hold {n_walkers} walkers, got {x.shape[0]}")
     log_w = torch.zeros(n_walkers, dtype=torch.float64)
     offset, n_resamples, energy_evals = 0.0, 0, 0
-    trajectory = [] if keep_trajectory else None
+    trajectory: list | None = [] if keep_trajectory else None
     colors = int(path.coloring().max()) + 1 if mcmc_sweeps else 0
     param = next(net.parameters(), None) if net is not None else None
     net_dtype = param.dtype if param is not None else torch.float32
@@ -250,7 +250,7 @@ def sample(
             if mcmc_sweeps:
                 x = metropolis_sweep(path, x, t, mcmc_sweeps, generator)
                 energy_evals += mcmc_sweeps * colors
-            if keep_trajectory:
+            if trajectory is not None:
                 trajectory.append((torch.full((n_walkers,), t), x.clone()))
             tt = torch.full((n_walkers,), t, dtype=torch.float64)
             g = -path.dU_dt(x, tt.to(x.dtype) if path.spin else tt).to(torch.float64)

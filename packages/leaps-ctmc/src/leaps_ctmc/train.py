@@ -115,6 +115,8 @@ class Trainer:
         dist = _dist()
         self.rank = dist.get_rank() if dist else 0
         self.generator = torch.Generator().manual_seed(seed + self.rank)
+        self.net_ddp: torch.nn.Module
+        self.fnet_ddp: torch.nn.Module
         if dist:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -125,7 +127,7 @@ class Trainer:
         params = list(net.parameters()) + list(fnet.parameters())
         self.optimizer = torch.optim.Adam(params, lr=lr)
         self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, lr_step, lr_gamma)
-        self.buffer = deque(maxlen=buffer_size)
+        self.buffer: deque[tuple[torch.Tensor, torch.Tensor]] = deque(maxlen=buffer_size)
         self.checkpoint = (
             None if checkpoint_dir is None else Path(checkpoint_dir) / f"trainer-rank{self.rank}.pt"
         )
@@ -153,6 +155,7 @@ class Trainer:
             keep_trajectory=True, horizon=self.horizon(self.step_),
         )  # fmt: skip
         self.net.train(was_training)
+        assert result.trajectory is not None  # keep_trajectory=True
         ts, xs = zip(*result.trajectory, strict=True)
         self.buffer.append((torch.cat(ts), torch.cat(xs)))
 

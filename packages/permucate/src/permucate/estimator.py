@@ -247,7 +247,7 @@ class _CrossFitImportance(BaseEstimator):
 
     def _fit_fold(self, learner, X, T, Y, tau, train, test, units, seed):
         X_te, T_te, Y_te = X[test], T[test], Y[test]
-        extra = {}
+        extra: dict = {}
         model = self._fit_model(learner, X[train], T[train], Y[train], units, seed, extra)
         tau_hat = model.effect(X_te)
         nuisances, pseudo = None, None
@@ -338,10 +338,10 @@ class _CrossFitImportance(BaseEstimator):
             cols = [self.features] if isinstance(self.features, str | int) else list(self.features)
             if not cols:
                 raise ValueError("`features` is empty")
-            idx = [position(c, "features") for c in cols]
-            if len(set(idx)) != len(idx):
+            chosen = [position(c, "features") for c in cols]
+            if len(set(chosen)) != len(chosen):
                 raise ValueError("`features` lists a feature twice")
-            return [names[j] for j in idx], [np.array([j]) for j in idx]
+            return [names[j] for j in chosen], [np.array([j]) for j in chosen]
         return list(names), [np.array([j]) for j in range(len(names))]
 
     # ------------------------------------------------------------------------- reporting
@@ -403,7 +403,19 @@ class _CrossFitImportance(BaseEstimator):
 
 
 class PermuCATE(_CrossFitImportance):
-    """Conditional permutation importance of each covariate for the CATE, with p-values.
+    r"""Conditional permutation importance of each covariate for the CATE, with p-values.
+
+    Estimand (Hines et al. 2022) and its cross-fitted estimate on fold k, with $\tilde X^{(j,p)}$
+    the p-th conditional permutation of covariate j and $\ell_i$ the per-sample risk:
+
+    $$
+    \psi_j = \mathbb{E}\!\left[ \big(\tau(X) - \mathbb{E}[\tau(X) \mid X_{-j}]\big)^2 \right]
+    $$
+
+    $$
+    \hat\psi_j^{(k)} = \frac{1}{2} \operatorname*{mean}_{i \in \text{test},\, p \le P}
+        \left[ \ell_i\big(\hat\tau(\tilde X^{(j,p)})\big) - \ell_i\big(\hat\tau(X)\big) \right]
+    $$
 
     Parameters
     ----------

@@ -54,6 +54,24 @@ class PerArmRegressor(RegressorMixin, BaseEstimator):
         self.estimator = estimator
 
     def fit(self, X, y, sample_weight=None):
+        """Fit μ̂0 on the rows whose last column is 0 and μ̂1 on those where it is 1.
+
+        Parameters
+        ----------
+        X : array-like, shape (n, d + 1)
+            Features, then the binary treatment indicator.
+        y : array-like, shape (n,)
+        sample_weight : array-like, shape (n,), optional
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            If `X` has fewer than 2 columns, its last column is not 0/1, or an arm has no unit.
+        """
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         if X.ndim != 2 or X.shape[1] < 2:
@@ -73,6 +91,7 @@ class PerArmRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
+        """μ̂_a(x) per row, a = its last column (the treatment indicator): shape (n,) float64."""
         check_is_fitted(self, "estimators_")
         X = np.asarray(X, dtype=np.float64)
         treated = X[:, -1] == 1.0
@@ -176,6 +195,15 @@ class CateModel:
         return CateModel(clone(self.estimator, safe=False), self.kind)
 
     def fit(self, X, T, Y):
+        """Fit the wrapped learner on covariates `X` (n, d), treatment `T` (n,), outcome `Y` (n,).
+
+        A ``"fixed"`` function is not fitted. Returns self.
+
+        Raises
+        ------
+        TypeError
+            For the ``"regressor"`` view (already fitted).
+        """
         if self.kind == "regressor":
             raise TypeError("a fitted regressor view cannot be refitted on (X, T, Y)")
         if self.kind == "econml":
@@ -187,6 +215,15 @@ class CateModel:
         return self
 
     def effect(self, X):
+        """τ̂(X): the estimated CATE at each row of `X` (n, d), shape (n,) float64.
+
+        Raises
+        ------
+        TypeError
+            If the learner's output is not numeric.
+        ValueError
+            If it does not hold one finite value per row.
+        """
         if self.kind == "econml" or self.kind == "native":
             out = self.estimator.effect(X)
         elif self.kind == "regressor":

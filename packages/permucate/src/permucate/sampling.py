@@ -184,7 +184,8 @@ class ConditionalSampler:
         )
         _check_model(reg, "model_regression", "predict")
         _check_model(clf, "model_categorical", "predict_proba")
-        jobs, self.classes_ = [], []
+        jobs: list[tuple | None] = []
+        self.classes_ = []
         for g in self.groups_:
             kinds = {types[j] for j in g}
             if len(kinds) > 1:

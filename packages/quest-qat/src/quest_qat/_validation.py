@@ -16,7 +16,11 @@ def check_bits(bits, name: str = "bits", *, low: int = 1, high: int = 8) -> int:
     ValueError
         If `bits` is not an integer in ``[low, high]``.
     """
-    if isinstance(bits, bool) or not isinstance(bits, numbers.Integral) or not low <= bits <= high:
+    if (
+        isinstance(bits, bool)
+        or not isinstance(bits, numbers.Integral)
+        or not low <= int(bits) <= high
+    ):
         raise ValueError(f"`{name}` must be an int in {low}..{high}, got {bits!r}")
     return int(bits)
 
@@ -36,11 +40,11 @@ def check_block(block, name: str = "block") -> int:
     if (
         isinstance(block, bool)
         or not isinstance(block, numbers.Integral)
-        or block < 1
-        or block & (block - 1)
+        or int(block) < 1
+        or int(block) & (int(block) - 1)
     ):
         raise ValueError(f"`{name}` must be a power of 2, got {block!r}")
-    if block > MAX_BLOCK:
+    if int(block) > MAX_BLOCK:
         raise ValueError(f"`{name}` must be a power of 2 at most {MAX_BLOCK}, got {block}")
     return int(block)
 

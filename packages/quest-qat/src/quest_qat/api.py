@@ -200,7 +200,7 @@ def _swap_linear(linear: nn.Linear, config: QuESTConfig, fqn: str = "") -> QuEST
     ValueError naming `fqn`, K and the block when ``on_incompatible="raise"``.
     """
     k = linear.in_features
-    block = _auto_block(k) if config.block == "auto" else config.block
+    block = _auto_block(k) if config.block == "auto" else int(config.block)
     if k % block:
         if config.on_incompatible == "skip":
             return None

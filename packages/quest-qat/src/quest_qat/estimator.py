@@ -23,6 +23,7 @@ class TrustSTE(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, spec, backend):
+        """Quantize `x` (M, K); returns ``(x̂, mask, step)`` as in the class docstring."""
         xhat, mask, step, packed = quest_fwd(
             x,
             spec["bits"],
@@ -44,6 +45,8 @@ class TrustSTE(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad, _grad_mask, _grad_step):
+        """The trust estimator's gradient: `grad` (M, K) masked where the forward did not trust
+        ``x``, rotated back with ``H``; no gradient for ``spec`` and ``backend``."""
         (mask,) = ctx.saved_tensors
         spec = ctx.spec
         if spec["rotate"] and not spec["half"]:

@@ -61,10 +61,6 @@ class QuESTLinear(nn.Module):
         Activation quantizer (tokens); None keeps activations in full precision (rotated when the
         weight quantizer works in the rotated basis).
 
-    Shape: (..., K) -> (..., N); the output has x's dtype: the quantized weight and the bias are
-    cast to it (mixed precision: fp32 master weights, bf16 input), where ``nn.Linear`` would
-    raise on a dtype mismatch.
-
     Raises
     ------
     ValueError
@@ -113,6 +109,15 @@ class QuESTLinear(nn.Module):
         return cls(linear.weight, linear.bias, w_quantizer, a_quantizer)
 
     def forward(self, x):
+        """x (..., K) -> (..., N); the output has x's dtype: the quantized weight and the bias are
+        cast to it (mixed precision: fp32 master weights, bf16 input), where ``nn.Linear`` would
+        raise on a dtype mismatch.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `x` is not a floating tensor whose last dimension is ``in_features``.
+        """
         if x.shape[-1] != self.in_features:
             raise ValueError(f"`x` must end in K={self.in_features}, got shape {tuple(x.shape)}")
         if _k_sharded(self.weight):
@@ -222,6 +227,13 @@ class QuESTInt4Linear(nn.Module):
         checkpoint's ``a_bits``/``block``/``rotate`` differ from the layer's.
     """
 
+    # registered buffers: packed codes, per-row scales and offsets, bias, 4:8 keep mask
+    qweight: torch.Tensor
+    w_step: torch.Tensor
+    w_add: torch.Tensor
+    bias: torch.Tensor | None
+    w_keep: torch.Tensor | None
+
     def __init__(self, qweight, w_step, w_add, bias, *, a_bits, block, rotate, w_keep=None):
         super().__init__()
         self.register_buffer("qweight", qweight)
@@ -263,6 +275,14 @@ class QuESTInt4Linear(nn.Module):
         )  # fmt: skip
 
     def forward(self, x):
+        """x (..., K) floating -> (..., N) in x's dtype, computed from int codes (see the class
+        docstring's "Forward").
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `x` is not a floating tensor ending in K.
+        """
         x = check_float_tensor(x, "x", finite=False)
         if x.shape[-1] != self.in_features:
             raise ValueError(f"`x` must end in K={self.in_features}, got shape {tuple(x.shape)}")

@@ -75,11 +75,22 @@ def quest_quantize(
     half=True,
     grid="int",
 ):
-    """QuEST fake quantization of the rows of `x` with the trust estimator (QuEST §3).
+    r"""QuEST fake quantization of the rows of `x` with the trust estimator (QuEST §3).
 
     ``x_h = x·blockdiag(H)``, ``σ = RMS(x_h)``, ``Δ = 2(α_b σ + 1e-8)/(2**b - 1)``,
     ``x̂ = (clamp(floor(x_h/Δ), -2**(b-1), 2**(b-1)-1) + 1/2)·Δ``; backward
     ``∂L/∂x = ((∂L/∂x̂) ⊙ M)·Hᵀ`` with ``M = 1[|x̂ - x_h| <= s·Δ/2]``.
+
+    $$
+    \hat{x} = \Delta \left( \mathrm{clamp}\!\left( \left\lfloor \frac{x_h}{\Delta} \right\rfloor,
+        -2^{b-1},\, 2^{b-1} - 1 \right) + \tfrac{1}{2} \right)
+    $$
+
+    $$
+    \frac{\partial L}{\partial x} =
+        \left( \frac{\partial L}{\partial \hat{x}} \odot
+        \mathbf{1}\!\left[ |\hat{x} - x_h| \le s \tfrac{\Delta}{2} \right] \right) H^{\top}
+    $$
 
     Parameters
     ----------
@@ -205,9 +216,6 @@ class QuESTQuantizer(nn.Module):
     rotate : bool, default=True
         False gives the no-HT ``TrustQuantizer``.
 
-    Shape: (..., K) -> (..., K), dtype preserved. The fraction of trusted entries of the last
-    forward is kept in the non-persistent buffer ``mask_rate``.
-
     Raises
     ------
     TypeError
@@ -215,6 +223,8 @@ class QuESTQuantizer(nn.Module):
     ValueError
         For bad arguments (see :func:`quest_quantize`), or K not a multiple of `block`.
     """
+
+    mask_rate: torch.Tensor  # registered buffer: share of entries clipped/masked, last call
 
     def __init__(
         self,
@@ -232,20 +242,28 @@ class QuESTQuantizer(nn.Module):
             clip_scale = CLIP_1BIT_HT if rotate else CLIP_1BIT_NO_HT
         bits, block, trust, clip_scale = _check_spec(bits, block, trust, clip_scale, grid, sparse48)
         self.bits, self.block, self.trust, self.clip_scale = bits, block, trust, clip_scale
-        self.half, self.grid, self.sparse48, self.rotate = (
-            check_bool(half, "half"),
-            grid,
-            check_bool(sparse48, "sparse48"),
-            check_bool(rotate, "rotate"),
-        )
+        self.grid, self.sparse48 = grid, check_bool(sparse48, "sparse48")
+        self.rotate = check_bool(rotate, "rotate")
+        # `half` (the paper's name) shadows nn.Module.half(): quantizer.half() is not callable
+        self.half = check_bool(half, "half")  # type: ignore[assignment,method-assign]
         self.register_buffer("mask_rate", torch.tensor(float("nan")), persistent=False)
 
     @property
     def rotated_output(self) -> bool:
         """Whether forward returns x̂ in the Hadamard basis (a "half" quantizer with HT)."""
-        return self.rotate and self.half
+        return bool(self.rotate and self.half)
 
     def forward(self, x):
+        """x (..., K) -> (..., K), dtype preserved. The fraction of trusted entries of the last
+        forward is kept in the non-persistent buffer ``mask_rate``.
+
+        Raises
+        ------
+        TypeError
+            For non-floating input.
+        ValueError
+            If K is not a multiple of the Hadamard block (or of 8 with ``sparse48``).
+        """
         x = check_float_tensor(x, "x", finite=False)
         _check_k(x, self.block, self.rotate, self.sparse48)
         spec = _spec(
@@ -311,8 +329,6 @@ class AbsMaxSTEQuantizer(_PlainBasis, nn.Module):
     ----------
     bits : int, default=4
         1..8.
-
-    Shape: (..., K) -> (..., K), dtype preserved.
     """
 
     def __init__(self, bits=4):
@@ -320,6 +336,7 @@ class AbsMaxSTEQuantizer(_PlainBasis, nn.Module):
         self.bits = check_bits(bits)
 
     def forward(self, x):
+        """x (..., K) -> (..., K), dtype preserved."""
         x = check_float_tensor(x, "x", finite=False)
         return _AbsMaxRound.apply(x, self.bits)
 
@@ -359,14 +376,13 @@ class LSQQuantizer(_PlainBasis, nn.Module):
     step_init : float, optional
         Initial step; otherwise data-driven on the first forward.
 
-    Shape: (..., K) -> (..., K). The ``initialized`` buffer is persistent, so a resumed run keeps
-    its step (the official code re-initialises it).
-
     Raises
     ------
     ValueError
         In forward, if the first batch (which sets the step) is empty or not finite.
     """
+
+    initialized: torch.Tensor  # registered buffer (bool): the step was set from data
 
     def __init__(self, bits=4, step_init=None):
         super().__init__()
@@ -377,6 +393,9 @@ class LSQQuantizer(_PlainBasis, nn.Module):
         self.register_buffer("initialized", torch.tensor(step_init is not None))
 
     def forward(self, x):
+        """x (..., K) -> (..., K). The ``initialized`` buffer is persistent, so a resumed run keeps
+        its step (the official code re-initialises it).
+        """
         x = check_float_tensor(x, "x", finite=False)
         if not bool(self.initialized):
             _check_first_batch(x, "step")
@@ -423,13 +442,13 @@ class PACTQuantizer(_PlainBasis, nn.Module):
     clip_init : float, optional
         Initial α; otherwise ``α_b·RMS(x)`` of the first batch.
 
-    Shape: (..., K) -> (..., K). The Parameter ``clip`` holds α; ``initialized`` is persistent.
-
     Raises
     ------
     ValueError
         In forward, if the first batch (which sets α) is empty or not finite.
     """
+
+    initialized: torch.Tensor  # registered buffer (bool): the clip was set from data
 
     def __init__(self, bits=4, clip_init=None):
         super().__init__()
@@ -439,6 +458,7 @@ class PACTQuantizer(_PlainBasis, nn.Module):
         self.register_buffer("initialized", torch.tensor(clip_init is not None))
 
     def forward(self, x):
+        """x (..., K) -> (..., K). The Parameter ``clip`` holds α; ``initialized`` is persistent."""
         x = check_float_tensor(x, "x", finite=False)
         if not bool(self.initialized):
             _check_first_batch(x, "clip")

@@ -15,6 +15,7 @@ import copy
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,8 +47,8 @@ PAPER_MSE = (0.3633802, 0.1188461, 0.0374397, 0.0115429, 0.0034952, 0.0010400, 0
 PAPER_EFF = {"1": 0.020505, "2": 0.151871, "3": 0.433126, "4": 0.691832, "8": 1.016193,
              "fp4": 0.629639, "2.5": 0.381222}  # fmt: skip
 
-QUICK = dict(steps=250, seeds=(0,), batch=16, seq=64, lr=3e-3)
-FULL = dict(steps=600, seeds=(0, 1), batch=16, seq=64, lr=3e-3)
+QUICK: dict[str, Any] = dict(steps=250, seeds=(0,), batch=16, seq=64, lr=3e-3)
+FULL: dict[str, Any] = dict(steps=600, seeds=(0, 1), batch=16, seq=64, lr=3e-3)
 
 
 def _swap_all(model: nn.Module, make) -> nn.Module:
@@ -209,7 +210,7 @@ def run(full: bool = False, data=None, out="reports") -> Report:
     # (f) scaling-law refit on the official runs
     law = ScalingLaw("quick").fit(load_paper_runs())
     per_bit = law.efficiency_per_bit()
-    best_bits = max((k for k in per_bit if k != "16"), key=per_bit.get)
+    best_bits = max((k for k in per_bit if k != "16"), key=lambda k: per_bit[k])
     eff_err = max(abs(law.eff_[k] - PAPER_EFF[k]) for k in PAPER_EFF)
     grid_ok, grid_text = _grid_table()
 

@@ -159,6 +159,7 @@ class ScalingLaw:
             res = least_squares(residuals, x0, bounds=(lower, np.inf), x_scale="jac")
             if best is None or res.cost < best.cost:
                 best = res
+        assert best is not None  # starts is not empty
         x = best.x
         self.A_, self.alpha_, self.B_ = float(np.exp(x[0])), float(x[1]), float(np.exp(x[2]))
         self.beta_, self.E_ = float(x[3]), float(np.exp(x[4]))
@@ -180,7 +181,7 @@ class ScalingLaw:
         """
         self._check_fitted()
         for name, v in (("N", N), ("D", D)):
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < np.inf:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < float(v) < np.inf:
                 raise ValueError(f"`{name}` must be a positive finite number, got {v!r}")
         label = label_of(P)
         if label not in self.eff_:

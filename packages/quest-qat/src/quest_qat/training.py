@@ -6,6 +6,7 @@ defaults).
 """
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -13,7 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 #: Spec §4 model: byte vocabulary, hidden 128, MLP 512, 2 layers, 4 heads, untied.
-LLAMA_KWARGS = dict(
+LLAMA_KWARGS: dict[str, Any] = dict(
     vocab_size=256, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
     num_attention_heads=4, num_key_value_heads=4, rms_norm_eps=1e-5, tie_word_embeddings=False,
     max_position_embeddings=64,
@@ -35,8 +36,9 @@ def tiny_llama(seed: int = 0) -> nn.Module:
             "the reproduction needs transformers: pip install quest-qat[reproduce]"
         ) from err
     config = LlamaConfig(**LLAMA_KWARGS)
-    if getattr(config, "rope_parameters", None) is not None:
-        config.rope_parameters["rope_theta"] = 10000.0
+    rope_parameters = getattr(config, "rope_parameters", None)  # transformers >= 5
+    if rope_parameters is not None:
+        rope_parameters["rope_theta"] = 10000.0
     else:
         config.rope_theta = 10000.0
     torch.manual_seed(seed)

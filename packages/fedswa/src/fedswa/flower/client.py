@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +17,7 @@ from ..simulate import ShuffledBatches, client_seed
 from .records import pack_update, to_state_dict
 
 with requires_extra("fedswa", "flower"):
-    from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
 
 __all__ = ["make_client_app", "STATE_KEY"]
@@ -32,6 +33,16 @@ def _partition(context: Context) -> tuple[int, int]:
             "the SuperNode's node config needs `partition-id` and `num-partitions`, e.g. "
             '--node-config "partition-id=0 num-partitions=2"'
         ) from err
+
+
+def _arrays(record: object) -> ArrayRecord:
+    """A record the strategy sent as an ArrayRecord (``RecordDict[...]`` is typed as any record)."""
+    return cast(ArrayRecord, record)
+
+
+def _scalar(cfg: ConfigRecord, key: str) -> int | float | str:
+    """A scalar entry of the strategy's ConfigRecord (it writes no lists or bytes)."""
+    return cast(int | float | str, cfg[key])
 
 
 def make_client_app(
@@ -72,24 +83,29 @@ def make_client_app(
     def train(msg: Message, context: Context) -> Message:
         pid, num = _partition(context)
         x, y = data_fn(pid, num)
-        cfg = msg.content["config"]
+        cfg = cast(ConfigRecord, msg.content["config"])
         model = model_fn()
-        model.load_state_dict(to_state_dict(msg.content["arrays"]))
+        model.load_state_dict(to_state_dict(_arrays(msg.content["arrays"])))
         control, kind = None, str(cfg["control-kind"])
         if kind != "none":
             zeros = zeros_like_params(model)
-            c = to_state_dict(msg.content["control"]) if "control" in msg.content else {}
-            ci = to_state_dict(context.state[STATE_KEY]) if STATE_KEY in context.state else {}
+            c = to_state_dict(_arrays(msg.content["control"])) if "control" in msg.content else {}
+            ci = (
+                to_state_dict(_arrays(context.state[STATE_KEY]))
+                if STATE_KEY in context.state
+                else {}
+            )
             control = ClientControl(c or zeros, ci or {k: v.clone() for k, v in zeros.items()})
-        t = int(cfg["server-round"]) - 1
-        clip, sam = float(cfg["clip-norm"]), float(cfg["sam-rho"])
+        t = int(_scalar(cfg, "server-round")) - 1
+        clip, sam = float(_scalar(cfg, "clip-norm")), float(_scalar(cfg, "sam-rho"))
+        seed = client_seed(int(_scalar(cfg, "seed")), t, pid)
         res = local_update(
             model,
-            ShuffledBatches(x, y, int(cfg["batch-size"]), client_seed(int(cfg["seed"]), t, pid)),
-            steps=int(cfg["local-steps"]),
-            eta=float(cfg["eta"]),
-            rho=float(cfg["rho"]),
-            weight_decay=float(cfg["weight-decay"]),
+            ShuffledBatches(x, y, int(_scalar(cfg, "batch-size")), seed),
+            steps=int(_scalar(cfg, "local-steps")),
+            eta=float(_scalar(cfg, "eta")),
+            rho=float(_scalar(cfg, "rho")),
+            weight_decay=float(_scalar(cfg, "weight-decay")),
             clip_norm=clip if clip > 0 else None,
             sam_rho=sam if sam > 0 else None,
             loss_fn=loss_fn,
@@ -98,6 +114,7 @@ def make_client_app(
         )
         upload, norm = None, 0.0
         if control is not None:
+            assert res.new_control is not None  # local_update ran with a control
             context.state[STATE_KEY] = ArrayRecord(res.new_control)
             upload = res.local_control_delta if kind == "local" else res.control_delta
             norm = float(sum(v.square().sum() for v in res.new_control.values()) ** 0.5)
@@ -119,7 +136,7 @@ def make_client_app(
         pid, num = _partition(context)
         x, y = data_fn(pid, num)
         model = model_fn()
-        model.load_state_dict(to_state_dict(msg.content["arrays"]))
+        model.load_state_dict(to_state_dict(_arrays(msg.content["arrays"])))
         model.eval()
         with torch.no_grad():
             loss = float(loss_fn(model(x), y))

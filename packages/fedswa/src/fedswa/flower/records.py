@@ -66,7 +66,10 @@ def unpack_update(record: ArrayRecord, metrics, control_key: str) -> LocalResult
             raise ValueError(
                 f"reply key {key!r} has neither the 'model/' nor the 'control/' prefix"
             )
-    uploads = {"control_delta": None, "local_control_delta": None}
+    uploads: dict[str, dict[str, torch.Tensor] | None] = {
+        "control_delta": None,
+        "local_control_delta": None,
+    }
     if control:
         uploads[control_key] = control
     return LocalResult(

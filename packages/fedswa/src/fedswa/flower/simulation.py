@@ -10,6 +10,7 @@ flwr, the one of :mod:`fedswa.flower`, imported first).
 from __future__ import annotations
 
 from importlib.util import find_spec
+from typing import Any
 
 from icml25_core.extras import requires_extra
 
@@ -55,7 +56,7 @@ def simulate(overrides: dict, num_supernodes: int, num_cpus: int = 2) -> dict:
         raise ValueError(
             f"`overrides` has unknown run-config keys {unknown}; valid: {sorted(DEFAULTS)}"
         )
-    captured = {}
+    captured: dict[str, Any] = {}
     settings = {**overrides, "min-nodes": num_supernodes}
     run_simulation(
         server_app=make_server_app(settings, on_result=captured.update),

@@ -8,6 +8,9 @@ raises an ImportError naming ``pip install 'fedswa[flower]'``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
+
+import torch
 
 from icml25_core import check_scalar
 from icml25_core.extras import requires_extra
@@ -86,9 +89,9 @@ class FedAvgSWA(FedAvg):
         self.local_steps = check_scalar(local_steps, "local_steps", kind=int, low=1)
         self.batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
         self.seed = check_scalar(seed, "seed", kind=int, low=0)
-        self.control = None
-        self._model_state = None
-        self._num_nodes = None
+        self.control: dict[str, torch.Tensor] | None = None
+        self._model_state: dict[str, torch.Tensor] | None = None
+        self._num_nodes: int | None = None
 
     def summary(self) -> None:
         """Log FedAvg's summary and the algorithm configuration."""
@@ -138,7 +141,8 @@ class FedAvgSWA(FedAvg):
             content = msg.content
             metrics = next(iter(content.metric_records.values()))
             record = next(iter(content.array_records.values()))
-            cid = int(metrics.get("partition-id", msg.metadata.src_node_id))
+            # the ClientApp writes "partition-id" as an int (MetricRecord values may be lists)
+            cid = int(cast(int, metrics.get("partition-id", msg.metadata.src_node_id)))
             results[cid] = unpack_update(record, metrics, cfg.control_key)
         control = self.control
         if cfg.uses_control and control is None:
@@ -148,6 +152,7 @@ class FedAvgSWA(FedAvg):
         participation = None
         if cfg.scale_by_participation and self._num_nodes:
             participation = len(results) / self._num_nodes
+        assert self._model_state is not None  # set by configure_train of this round
         state = ServerState(self._model_state, control, server_round - 1)
         new = server_step(
             state,

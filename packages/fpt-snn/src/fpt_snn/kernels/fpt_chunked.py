@@ -76,7 +76,7 @@ def fpt_chunked(
         C_raw = torch.addmm(decay_c * c_carry, Lb, x[t0 : t0 + n])
         c_carry = C_raw[-1]
         C = C_raw - theta
-        s = None
+        s: torch.Tensor | None = None
         for k in range(K):
             if s is None:
                 h = C
@@ -86,5 +86,6 @@ def fpt_chunked(
             if k > 0:
                 d_carry[k - 1] = last_row @ s + lam**n * d_carry[k - 1]
             s = s_new
+        assert s is not None  # K >= 1 iterations ran
         out.append(s)
     return torch.cat(out)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from icml25_core.extras import requires_extra
 
 from ..roles import Client
+from ..simulate import _aux_of
 from ..simulate import evaluate as accuracy_of
 from .config import FlowerConfig, build_split, load_partition
 from .records import (
     batches_to_record,
+    config_int,
     optimizer_from_record,
     optimizer_to_record,
     state_from_record,
@@ -45,14 +47,14 @@ def client_from_context(context: Context, cfg: FlowerConfig) -> Client:
     if "client-opt" in state.array_records:
         optimizer_from_record(client.optimizer, state.array_records["client-opt"])
     if "aux" in state.array_records:
-        client.aux.load_state_dict(state_from_record(state.array_records["aux"]))
+        _aux_of(client).load_state_dict(state_from_record(state.array_records["aux"]))
     return client
 
 
 def _save(context: Context, client: Client) -> None:
     context.state["client-model"] = state_to_record(client.model.state_dict())
     context.state["client-opt"] = optimizer_to_record(client.optimizer)
-    context.state["aux"] = state_to_record(client.aux.state_dict())
+    context.state["aux"] = state_to_record(_aux_of(client).state_dict())
 
 
 def _receive(message: Message, client: Client) -> int:
@@ -60,8 +62,8 @@ def _receive(message: Message, client: Client) -> int:
     if "client-model" in content.array_records:
         client.model.load_state_dict(state_from_record(content.array_records["client-model"]))
     if "aux" in content.array_records:
-        client.aux.load_state_dict(state_from_record(content.array_records["aux"]))
-    return int(content.config_records["config"]["round"])
+        _aux_of(client).load_state_dict(state_from_record(content.array_records["aux"]))
+    return config_int(content.config_records["config"], "round")
 
 
 def _info(client: Client) -> ConfigRecord:

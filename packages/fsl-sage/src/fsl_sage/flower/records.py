@@ -17,6 +17,8 @@ with requires_extra("fsl-sage", "flower"):
     from flwr.app import Array, ArrayRecord
 
 __all__ = [
+    "config_float",
+    "config_int",
     "batches_from_record",
     "batches_to_record",
     "optimizer_from_record",
@@ -25,6 +27,28 @@ __all__ = [
     "state_from_record",
     "state_to_record",
 ]
+
+
+def config_int(record, key: str) -> int:
+    """``record[key]`` of a ``ConfigRecord`` (a Flower config value) as an int.
+
+    Raises
+    ------
+    TypeError
+        If the value is not a number or a numeric string (a list, bytes or bool).
+    """
+    value = record[key]
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(f"config value {key!r} must be a number, got {type(value).__name__}")
+    return int(value)
+
+
+def config_float(record, key: str) -> float:
+    """``record[key]`` of a ``ConfigRecord`` as a float (TypeError as :func:`config_int`)."""
+    value = record[key]
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(f"config value {key!r} must be a number, got {type(value).__name__}")
+    return float(value)
 
 
 def _array(t: torch.Tensor) -> Array:

@@ -33,10 +33,17 @@ from ..roles import FServer, SServer
 from ..simulate import align_client
 from ..simulate import evaluate as accuracy_of
 from .config import FlowerConfig, build_split, load_test
-from .records import batches_from_record, record_nbytes, state_from_record, state_to_record
+from .records import (
+    batches_from_record,
+    config_float,
+    config_int,
+    record_nbytes,
+    state_from_record,
+    state_to_record,
+)
 
 with requires_extra("fsl-sage", "flower"):
-    from flwr.app import ConfigRecord, Context, Message, RecordDict
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
     from flwr.serverapp import Grid, ServerApp
 
 __all__ = ["app", "make_server_app"]
@@ -60,11 +67,13 @@ def _exchange(grid: Grid, messages: list[Message]) -> list[Message]:
             raise RuntimeError(f"a ClientApp failed: {reply.error.reason}")
     if len(replies) != len(messages):
         raise RuntimeError(f"{len(messages) - len(replies)} ClientApp replies missing")
-    return sorted(replies, key=lambda r: int(r.content.config_records["info"]["partition-id"]))
+    return sorted(
+        replies, key=lambda r: config_int(r.content.config_records["info"], "partition-id")
+    )
 
 
 def _consume(server: SServer, meter: CommMeter, reply: Message, t: int) -> list:
-    pid = int(reply.content.config_records["info"]["partition-id"])
+    pid = config_int(reply.content.config_records["info"], "partition-id")
     smashed = reply.content.array_records["smashed"]
     for key, arr in smashed.items():
         kind = "smashed" if key.startswith("z.") else "labels"
@@ -114,7 +123,7 @@ def make_server_app(
                     meter.add("client_model", "down", record_nbytes(model_rec))
                     msgs.append(Message(content, node, "query.probe", group_id=str(t)))
                 for reply in _exchange(grid, msgs):
-                    node_of[int(reply.content.config_records["info"]["partition-id"])] = (
+                    node_of[config_int(reply.content.config_records["info"], "partition-id")] = (
                         reply.metadata.src_node_id
                     )
                     for batch in _consume(server, meter, reply, t):
@@ -132,7 +141,9 @@ def make_server_app(
                         )
             msgs = []
             for node in nodes:
-                records = {"config": ConfigRecord({"round": t, "skip-first": aligning})}
+                records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {
+                    "config": ConfigRecord({"round": t, "skip-first": aligning})
+                }
                 if aligning:
                     pid = next(p for p, n in node_of.items() if n == node)
                     aux_rec = state_to_record(server_aux[pid].state_dict())
@@ -146,11 +157,11 @@ def make_server_app(
             states, weights = [], []
             for reply in replies:
                 info = reply.content.config_records["info"]
-                node_of[int(info["partition-id"])] = reply.metadata.src_node_id
+                node_of[config_int(info, "partition-id")] = reply.metadata.src_node_id
                 rec = reply.content.array_records["client-model"]
                 meter.add("client_model", "up", record_nbytes(rec))
                 states.append(state_from_record(rec))
-                weights.append(float(info["num-examples"]))
+                weights.append(config_float(info, "num-examples"))
             for reply in replies:  # the lazy S-server, in client order
                 for batch in _consume(server, meter, reply, t):
                     server.step(batch, t)

@@ -7,6 +7,8 @@ The module belongs to the extra ``[flower]`` (``optional-modules`` of the card):
 importing it raises an ImportError naming ``pip install 'janus-secagg[flower]'``.
 """
 
+from typing import cast
+
 import numpy as np
 
 from icml25_core.extras import requires_extra
@@ -14,7 +16,7 @@ from icml25_core.extras import requires_extra
 from ..client import verify_aggregate
 from ..commitment import CommitmentKey
 from ..keys import ClientPublicKey, ServerKeys, ServerPublicKeys
-from ..messages import ToA
+from ..messages import AggA, ToA
 from ..net import Remote
 from ..params import JanusParams
 from ..quantize import dequantize
@@ -23,7 +25,7 @@ from ._arrays import unflatten
 from .mod import AGG_A_KEY, PUB_KEY, TO_A_KEY
 
 with requires_extra("janus-secagg", "flower"):
-    from flwr.app import ConfigRecord, MetricRecord
+    from flwr.app import Array, ArrayRecord, ConfigRecord, MetricRecord
     from flwr.serverapp.strategy import FedAvg
 
 
@@ -64,11 +66,15 @@ class JanusFedAvg(FedAvg):
         self.b = Remote(*b_address)
         self.janus_params = dict(params or {})
         self.cache_dir = cache_dir
-        self.server = None
-        self._template = None
-        self._last = None
+        self.server: ServerA | None = None
+        self._template: ArrayRecord | None = None
+        self._last: AggA | None = None
 
     def configure_train(self, server_round, arrays, config, grid):
+        """FedAvg's train messages, their config carrying A's signed aggregate of the last round.
+
+        Clients verify that aggregate (``janus.agg-a``) and rebuild the model from it themselves.
+        """
         self._template = arrays
         config = ConfigRecord(dict(config))
         if self._last is not None:
@@ -76,19 +82,38 @@ class JanusFedAvg(FedAvg):
         return super().configure_train(server_round, arrays, config, grid)
 
     def aggregate_train(self, server_round, replies):
+        """Aggregate the round as server A with server B; returns ``(arrays, metrics)``.
+
+        Registers each replying client's key, sums the masked vectors (A) and masks (B) over
+        U = U_A ∩ U_B, verifies the aggregate like any client, and returns the weighted mean model;
+        ``(None, None)`` when no reply is valid.
+
+        Raises
+        ------
+        VerificationError
+            If the aggregate does not open (a cheating B).
+        ProtocolError
+            If fewer than ``min_clients`` clients remain in U.
+        """
         valid, _ = self._check_and_log_replies(replies, is_train=True, validate=False)
         if not valid:
             return None, None
-        dim = int(sum(self._template[k].numpy().size for k in self._template))
+        template = self._template
+        assert template is not None  # configure_train ran first
+        dim = int(sum(template[k].numpy().size for k in template))
         params = JanusParams(dim=dim, **self.janus_params)
         if self.server is None:
             self.server = ServerA(params, self.a_keys, round_id=server_round)
+        server = self.server
         for msg in valid:
-            self.server.register(ClientPublicKey.from_bytes(msg.content["janus"][PUB_KEY]))
-            raw = msg.content["arrays"][TO_A_KEY].numpy().tobytes()
-            self.server.receive(ToA.from_bytes(raw))
-        agg_b = self.b.aggregate(self.server.participants(self.b.bindings()))
-        agg_a = self.server.aggregate(server_round)
+            key = msg.content["janus"][PUB_KEY]
+            if not isinstance(key, bytes):
+                raise TypeError(f"client key must be bytes, got {type(key).__name__}")
+            server.register(ClientPublicKey.from_bytes(key))
+            raw = cast(Array, msg.content["arrays"][TO_A_KEY]).numpy().tobytes()
+            server.receive(ToA.from_bytes(raw))
+        agg_b = self.b.aggregate(server.participants(self.b.bindings()))
+        agg_a = server.aggregate(server_round)
         ck = CommitmentKey.derive(params, cache_dir=self.cache_dir)
         X = verify_aggregate(
             params, ck, self.a_keys.public, self.b_pub, agg_a, agg_b, round_id=server_round

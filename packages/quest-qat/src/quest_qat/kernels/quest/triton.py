@@ -28,6 +28,13 @@ def quest_fwd_kernel(
     BLOCK_M: tl.constexpr, HB: tl.constexpr, ROTATE: tl.constexpr,
     USE_CLIP: tl.constexpr, TRUST_INF: tl.constexpr, MODE: tl.constexpr,
 ):  # fmt: skip
+    """Forward quantizer, one program per ``BLOCK_M`` rows (grid ``cdiv(M, BLOCK_M)``).
+
+    Reads ``X`` (M, K) row-major and the ``HB x HB`` Hadamard block ``H``; writes ``STEP`` (M,)
+    and, with ``MODE=0``, ``XHAT`` (M, K) float32 and the trust bitmap ``MASKBITS`` uint8
+    (M, K/8), or, with ``MODE=1``, the int8 ``CODES`` (M, K) and their ``ROWSUM`` int32 (M,).
+    Launched by ``quest_qat.kernels.quest``; ``naive.py`` is the reference it is tested on.
+    """
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
@@ -78,6 +85,10 @@ def quest_bwd_kernel(
     G, MASKBITS, H, OUT, M, K,
     BLOCK_M: tl.constexpr, HB: tl.constexpr, ROTATE: tl.constexpr,
 ):  # fmt: skip
+    """Trust-masked gradient, one program per ``BLOCK_M`` rows: ``OUT = (G ⊙ mask) Hᵀ`` blockwise
+    (without the rotation when ``ROTATE`` is false), ``G`` and ``OUT`` (M, K) float32, the mask
+    unpacked from ``MASKBITS`` uint8 (M, K/8).
+    """
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M

@@ -1,0 +1,109 @@
+"""Property-based tests of the encoding, the masks, the separable commitment and the messages."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from janus_secagg import (
+    CommitmentKey,
+    JanusParams,
+    ParticipantSet,
+    PedersenBLS12381,
+    dequantize,
+    mask,
+    quantize,
+)
+from janus_secagg.params import GROUP_ORDER
+
+DIM = 4
+PARAMS = JanusParams(dim=DIM)
+updates = hnp.arrays(np.float64, DIM, elements=st.floats(-20, 20))
+weights = st.integers(1, 1000)
+seeds = st.binary(min_size=32, max_size=32)
+scalars = st.integers(0, GROUP_ORDER - 1)
+
+
+@pytest.fixture(scope="module")
+def key():
+    return CommitmentKey.derive(PARAMS)
+
+
+@given(st.lists(st.tuples(updates, weights), min_size=1, max_size=6))
+def test_decoding_a_sum_of_encodings_gives_the_weighted_mean_within_half_a_step(clients):
+    """dequantize(Σ_i quantize(u_i, w_i)) = Σ w_i clip(u_i) / Σ w_i to 2^-(f+1) (spec §2 steps 1
+    and 7): weighting before the sum, decoding once."""
+    X = np.sum([quantize(u, w, PARAMS) for u, w in clients], axis=0)
+    total = sum(w for _, w in clients)
+    c = PARAMS.clip
+    expected = sum(w * np.clip(u, -c, c) for u, w in clients) / total
+    np.testing.assert_allclose(
+        dequantize(X, PARAMS), expected, rtol=0, atol=2.0 ** -(PARAMS.frac_bits + 1) + 1e-12
+    )
+
+
+@given(updates, weights)
+def test_encodings_are_non_negative_and_end_with_the_weight(u, w):
+    """x = [w · rint((clip(u) + C) 2^f), w]: offset-binary, so every entry is >= 0 (short
+    commitment scalars) and the last is the weight."""
+    x = quantize(u, w, PARAMS)
+    assert x.shape == (DIM + 1,)
+    assert (x >= 0).all()
+    assert x[-1] == w
+    assert (x[:-1] % w == 0).all()
+
+
+@given(seeds, st.integers(0, 2**64 - 1), st.integers(1, 16), st.integers(1, 16))
+def test_masks_are_deterministic_words_whose_prefixes_agree(seed, round_id, length, more):
+    """The mask is a function of (seed, round, domain) only: uint64 words, the same on every
+    call, and a longer mask extends a shorter one (one keystream; spec §2 step 2)."""
+    r = mask(seed, round_id, length, PARAMS.domain)
+    assert r.dtype == np.uint64
+    assert r.shape == (length,)
+    np.testing.assert_array_equal(r, mask(seed, round_id, length, PARAMS.domain))
+    np.testing.assert_array_equal(mask(seed, round_id, length + more, PARAMS.domain)[:length], r)
+
+
+@given(seeds, seeds, st.integers(0, 2**63))
+def test_masks_of_different_seeds_or_rounds_differ(seed, other, round_id):
+    """Distinct seeds (or rounds) give distinct masks: the PRG output is bound to both."""
+    a = mask(seed, round_id, 8, PARAMS.domain)
+    if seed != other:
+        assert not np.array_equal(a, mask(other, round_id, 8, PARAMS.domain))
+    assert not np.array_equal(a, mask(seed, round_id + 1, 8, PARAMS.domain))
+
+
+@given(
+    st.lists(st.tuples(updates, weights, scalars, scalars), min_size=1, max_size=3),
+)
+@settings(max_examples=15)
+def test_commitments_add_like_the_vectors_and_blindings_they_commit_to(key, clients):
+    """Separability and homomorphism: Σ_i C(x_i, ρ^A_i, ρ^B_i) = C(Σ x_i, Σ ρ^A_i, Σ ρ^B_i),
+    and the sum opens to (Σ x_i, Σ ρ_i mod r) (spec §2 steps 3 and 7, Pedersen 1991)."""
+    scheme = PedersenBLS12381()
+    xs = [quantize(u, w, PARAMS) for u, w, _, _ in clients]
+    total = None
+    for x, (_, _, a, b) in zip(xs, clients, strict=True):
+        c = scheme.commit(key, x, a, b)
+        total = c if total is None else total + c
+    X = np.sum(xs, axis=0)
+    rho_a = sum(a for *_, a, _ in clients) % GROUP_ORDER
+    rho_b = sum(b for *_, b in clients) % GROUP_ORDER
+    assert total == scheme.commit(key, X, rho_a, rho_b)
+    assert scheme.check_opening(key, total, X, (rho_a + rho_b) % GROUP_ORDER)
+    assert not scheme.check_opening(key, total, X + np.eye(DIM + 1, dtype=X.dtype)[0], rho_a)
+
+
+@given(
+    st.integers(0, 2**64 - 1),
+    st.lists(st.integers(0, 2**64 - 1), max_size=20, unique=True),
+    st.binary(min_size=64, max_size=64),
+)
+def test_participant_sets_survive_their_encoding(round_id, ids, signature):
+    """ParticipantSet.from_bytes(to_bytes(U)) == U for every round, sorted id set and
+    signature; equal sets encode to equal bytes."""
+    pset = ParticipantSet(round_id, tuple(sorted(ids)), signature)
+    again = ParticipantSet.from_bytes(pset.to_bytes())
+    assert again == pset
+    assert again.ids == tuple(sorted(ids))
+    assert again.to_bytes() == pset.to_bytes()
