@@ -14,6 +14,7 @@ length, points as 48-byte compressed G1 decoded with subgroup checks.
 
 import hashlib
 import struct
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,12 +116,12 @@ class _Reader:
             raise ValueError(f"{self.name}: {len(self.data) - self.pos} trailing bytes")
 
 
-class _Message:
+class _Message(ABC):
     """Equality by encoding; frozen dataclasses holding numpy arrays compare by bytes."""
 
+    @abstractmethod
     def to_bytes(self) -> bytes:
         """The message's wire encoding (each message class defines it)."""
-        raise NotImplementedError
 
     def __eq__(self, other) -> bool:
         return type(self) is type(other) and self.to_bytes() == other.to_bytes()

@@ -12,6 +12,7 @@ q states per site. Ising states are float {-1, +1} of shape [B, *S]; Potts state
 
 import math
 import numbers
+from abc import ABC, abstractmethod
 
 import numpy as np
 import torch
@@ -114,7 +115,7 @@ def _lattice_coloring(rows: int, cols: int) -> torch.Tensor:
     return (cycle(rows)[:, None] + cycle(cols)[None, :]) % 3
 
 
-class _Path:
+class _Path(ABC):
     """Shared validation of states and times (subclasses set q, spin, site_shape)."""
 
     q: int
@@ -166,17 +167,17 @@ class _Path:
         return x, check_time(t, x.shape[0], dtype).to(dtype=dtype, device=x.device)
 
     # What every path defines (the sampler and the MCMC sweeps call them on any path).
+    @abstractmethod
     def coloring(self) -> torch.Tensor:
         """A proper coloring of the sites, int64 [*S]: same-colored sites share no edge."""
-        raise NotImplementedError
 
+    @abstractmethod
     def dU_dt(self, x, t) -> torch.Tensor:
         """d U_t(x) / dt, shape [B]."""
-        raise NotImplementedError
 
+    @abstractmethod
     def neighbor_delta(self, x, t) -> torch.Tensor:
         """U_t(y) - U_t(x) for each single-site neighbour y of x."""
-        raise NotImplementedError
 
     def coupling(self, t: torch.Tensor) -> torch.Tensor:
         """J(t) = J_0 + t (J_1 - J_0), shape [B]."""
