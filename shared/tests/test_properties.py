@@ -120,6 +120,7 @@ def test_result_store_survives_reopening_and_a_cut_last_line(tmp_path_factory, r
         store.put(key, value)
     reopened = ResultStore(path, config={"n": 1})
     assert len(reopened) == len(records)
+    assert list(reopened) == list(records)  # iteration: the keys in the order first stored
     for key, value in records.items():
         assert reopened.get(key) == json.loads(json.dumps(value))
     if records:

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,10 @@ class ResultStore:
 
     def __len__(self) -> int:
         return len(self._results)
+
+    def __iter__(self) -> Iterator[str]:
+        """The stored keys, in the order they were first stored."""
+        return iter(list(self._results))
 
     def get(self, key: str, default=None):
         """The stored value of ``key`` (JSON types: arrays come back as lists), else ``default``."""

@@ -259,11 +259,16 @@ def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = Non
     parser.add_argument("--max-total-weight", type=int, default=2**20, help="W_max (2**20)")
     parser.add_argument("--rounds", type=int, default=None, help="exit after this many rounds")
     parser.add_argument("--linger", type=float, default=10.0, help="seconds served after --rounds")
-    parser.set_defaults(b_host="127.0.0.1", b_port=None, a_pub=None)
+    parser.set_defaults(b_host="127.0.0.1", b_port=None, a_pub=None, state_file=None)
     if role in (None, "a"):
         parser.add_argument("--b-host", default="127.0.0.1", help="server B's host (serve-a)")
         parser.add_argument("--b-port", type=int, default=None, help="server B's port (serve-a)")
     if role in (None, "b"):
+        parser.add_argument(
+            "--state-file", default=None,
+            help="B's record of answered rounds (serve-b): a restarted B refuses the rounds it "
+            "answered (default: in memory, for this process only)",
+        )  # fmt: skip
         parser.add_argument(
             "--a-pub", default=None,
             help="server A's public key, hex: the 32-byte Ed25519 verify key or "
@@ -283,9 +288,10 @@ def params_from_args(args: argparse.Namespace) -> JanusParams:
     )  # fmt: skip
 
 
-def make_honest_server(role: str, params: JanusParams, keys: ServerKeys, a_pub):
-    """The honest ``ServerA`` (role "a") or ``ServerB`` (role "b")."""
-    return ServerA(params, keys) if role == "a" else ServerB(params, keys, a_pub)
+def make_honest_server(role: str, params: JanusParams, keys: ServerKeys, a_pub, state=None):
+    """The honest ``ServerA`` (role "a") or ``ServerB`` (role "b", keeping its answered rounds
+    in the file `state` when given)."""
+    return ServerA(params, keys) if role == "a" else ServerB(params, keys, a_pub, state=state)
 
 
 def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -> int:
@@ -314,7 +320,8 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
         else:
             check_scalar(args.b_port, "--b-port", kind=numbers.Integral, low=1, high=65535)
             peer = (args.b_host, args.b_port)
-        server = make_server(role, params, keys, a_pub)
+        extra = {"state": args.state_file} if role == "b" and args.state_file else {}
+        server = make_server(role, params, keys, a_pub, **extra)
     except (ValueError, TypeError) as error:
         print(f"janus-secagg serve-{role}: error: {error}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ import numpy as np
 from nacl.exceptions import CryptoError
 from nacl.public import SealedBox
 
-from icml25_core import check_scalar
+from icml25_core import ResultStore, check_scalar
 
 from .commitment import Commitment
 from .errors import ProtocolError, ReplayError
@@ -210,11 +210,24 @@ class ServerB(_Server):
     a_pub : ServerPublicKeys
         A's verify key, to check the participant set.
     round_id : int, default=1
+    state : str or Path, optional
+        File of B's answered rounds (one signed ``AggB`` per round; append-only JSON lines,
+        fsync'd per answer: ``icml25_core.ResultStore``). A restarted B reads it back, refuses
+        every round it answered before the restart and opens the round after the last one.
+        Without it the record lives in memory and a restart would answer a round twice.
+
+    Raises
+    ------
+    ValueError
+        If `keys` have no box key, or `state` holds the record of another B (other keys, other
+        A or other ``JanusParams``).
     """
 
     message_type = ToB
 
-    def __init__(self, params, keys: ServerKeys, a_pub: ServerPublicKeys, round_id: int = 1):
+    def __init__(
+        self, params, keys: ServerKeys, a_pub: ServerPublicKeys, round_id: int = 1, *, state=None
+    ):
         super().__init__(params, keys, round_id)
         if keys.box is None:
             raise ValueError("`keys` of server B need a box key: ServerKeys.generate(box=True)")
@@ -222,6 +235,23 @@ class ServerB(_Server):
             raise TypeError(f"`a_pub` must be a ServerPublicKeys, got {type(a_pub).__name__}")
         self.a_pub = a_pub
         self._unbox = SealedBox(keys.box)
+        self._state = None if state is None else self._load_state(state)
+
+    def _load_state(self, path) -> ResultStore:
+        """Open B's record of answered rounds and restore them (the one-answer rule survives)."""
+        config = {
+            "server": "janus-b",
+            "context": self.params.context.hex(),
+            "b": self.keys.public.to_bytes().hex(),
+            "a": self.a_pub.to_bytes().hex(),
+        }
+        store = ResultStore(path, config=config)
+        for key in store:
+            answer = AggB.from_bytes(bytes.fromhex(store.get(key)))
+            self.outputs[answer.round_id] = answer
+        if self.outputs:
+            self.round_id = max(self.round_id, max(self.outputs) + 1)
+        return store
 
     def receive(self, msg: ToB) -> None:
         """Accept client i's ``ToB``: check it, open the box, expand the mask.
@@ -281,5 +311,7 @@ class ServerB(_Server):
         R = np.sum([self._inbox[i][0] for i in ids], axis=0, dtype=np.uint64)
         P = sum(self._inbox[i][1] for i in ids) % GROUP_ORDER
         out = self._sign_aggregate(AggB, ids, R, P)
+        if self._state is not None:  # on disk before anyone sees the answer
+            self._state.put(f"round-{t}", out.to_bytes().hex())
         self._close(out)
         return out

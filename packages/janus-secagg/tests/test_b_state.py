@@ -1,0 +1,95 @@
+"""B's one-answer-per-round record survives a restart (issue 16, hole 4): in-process and after a
+real SIGKILL of the process that answered."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from janus_secagg import ParticipantSet, ProtocolError, ServerA, ServerB, ServerKeys
+from janus_secagg.testing import random_codes
+
+
+def test_a_restarted_b_refuses_the_rounds_it_answered(federation, params, tmp_path):
+    state = tmp_path / "b-state.jsonl"
+
+    def servers(p, ka, kb):
+        return ServerA(p, ka), ServerB(p, kb, ka.public, state=state)
+
+    fed = federation(4, servers)
+    xs = random_codes(params, np.random.default_rng(3), 4)
+    _, agg_b, _ = fed.run_round(1, xs)
+    restarted = ServerB(params, fed.kb, fed.ka.public, state=state)
+    assert restarted.outputs[1] == agg_b
+    assert restarted.round_id == 2
+    replay = ParticipantSet(1, tuple(sorted(c.keys.client_id for c in fed.clients)), b"")
+    with pytest.raises(ProtocolError, match="round 1 was already answered"):
+        restarted.aggregate(replay)
+
+
+def test_state_of_another_b_or_other_params_is_refused(federation, params, tmp_path):
+    state = tmp_path / "b-state.jsonl"
+    fed = federation(3, lambda p, ka, kb: (ServerA(p, ka), ServerB(p, kb, ka.public, state=state)))
+    fed.run_round(1, random_codes(params, np.random.default_rng(4), 3))
+    other_b = ServerKeys.generate(box=True)
+    with pytest.raises(ValueError, match="another configuration"):
+        ServerB(params, other_b, fed.ka.public, state=state)
+    other_params = type(params)(dim=params.dim + 1)
+    with pytest.raises(ValueError, match="another configuration"):
+        ServerB(other_params, fed.kb, fed.ka.public, state=state)
+
+
+ROUND_THEN_KILL = """
+import os, signal, sys
+import numpy as np
+import janus_secagg as js
+
+folder = sys.argv[1]
+params = js.JanusParams(dim=4)
+ck = js.CommitmentKey.derive(params)
+ka, kb = js.ServerKeys.generate(), js.ServerKeys.generate(box=True)
+ka.save(os.path.join(folder, "a.key"))
+kb.save(os.path.join(folder, "b.key"))
+A = js.ServerA(params, ka)
+B = js.ServerB(params, kb, ka.public, state=os.path.join(folder, "b-state.jsonl"))
+for i in range(3):
+    client = js.JanusClient(params, js.ClientKeys.generate(), ka.public, kb.public, ck)
+    A.register(client.keys.public)
+    B.register(client.keys.public)
+    to_a, to_b = client.prepare(np.full(4, 0.1 * i), weight=1, round_id=1)
+    A.receive(to_a)
+    B.receive(to_b)
+answer = B.aggregate(A.participants(B.bindings))
+with open(os.path.join(folder, "answer.hex"), "w") as fh:
+    fh.write(answer.to_bytes().hex())
+os.kill(os.getpid(), signal.SIGKILL)  # no clean shutdown: only what was fsync'd survives
+"""
+
+
+@pytest.mark.slow
+def test_b_killed_after_answering_refuses_the_round_when_restarted(params, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(ROUND_THEN_KILL), str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    ka = ServerKeys.load(tmp_path / "a.key")
+    kb = ServerKeys.load(tmp_path / "b.key")
+    B = ServerB(type(params)(dim=4), kb, ka.public, state=tmp_path / "b-state.jsonl")
+    answer = (tmp_path / "answer.hex").read_text()
+    assert B.outputs[1].to_bytes().hex() == answer
+    assert B.round_id == 2
+    with pytest.raises(ProtocolError, match="round 1 was already answered"):
+        B.aggregate(ParticipantSet(1, (1, 2, 3), b""))
+    assert os.path.getsize(tmp_path / "b-state.jsonl") > 0
+
+
+def test_serve_b_takes_a_state_file(run_main):
+    from janus_secagg.cli import main
+
+    result = run_main(main, "serve-b", "--help")
+    assert result.code == 0
+    assert "--state-file" in result.out
