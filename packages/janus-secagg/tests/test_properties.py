@@ -1,5 +1,7 @@
 """Property-based tests of the encoding, the masks, the separable commitment and the messages."""
 
+import hmac
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from janus_secagg import (
     mask,
     quantize,
 )
+from janus_secagg.messages import y_digest
 from janus_secagg.params import GROUP_ORDER
 
 DIM = 4
@@ -107,3 +110,13 @@ def test_participant_sets_survive_their_encoding(round_id, ids, signature):
     assert again == pset
     assert again.ids == tuple(sorted(ids))
     assert again.to_bytes() == pset.to_bytes()
+
+
+@given(scalars, hnp.arrays(np.uint64, st.integers(1, 8)))
+def test_y_digest_is_the_standard_hmac_keyed_by_rho_a(rho_a, y):
+    """The digest B sees is HMAC-SHA256 (RFC 2104) keyed by ρ^A's 32 little-endian bytes over
+    y's little-endian words: equal to the standard library's ``hmac``, and another key gives
+    another digest."""
+    expected = hmac.new(rho_a.to_bytes(32, "little"), y.astype("<u8").tobytes(), "sha256")
+    assert y_digest(rho_a, y) == expected.digest()
+    assert y_digest((rho_a + 1) % GROUP_ORDER, y) != expected.digest()

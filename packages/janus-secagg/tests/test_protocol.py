@@ -271,7 +271,7 @@ def _one_message(fed, params):
             ProtocolError,
             "rho_a",
         ),
-        # ρ^A is covered by the signature (SHA-256(ρ^A ‖ y)): a changed ρ^A is caught at A
+        # ρ^A is covered by the signature (HMAC_{ρ^A}(y)): a changed ρ^A is caught at A
         (
             lambda fed, m: fed.A.receive(dataclasses.replace(m[0], rho_a=6)),
             ProtocolError,

@@ -6,7 +6,7 @@ length, points as 48-byte compressed G1 decoded with subgroup checks.
 
 =================  ==========================================================================
 ``ToA``            i (8), y (4 + 8(l+1)), ρ^A (32), C (48), SHA-256(box) (32), σ (64)
-``ToB``            i (8), SealedBox_B(seed ‖ ρ^B) (112), C (48), SHA-256(ρ^A ‖ y) (32), σ (64)
+``ToB``            i (8), SealedBox_B(seed ‖ ρ^B) (112), C (48), HMAC_{ρ^A}(y) (32), σ (64)
 ``ParticipantSet`` |U| (4), sorted ids (8 each), A's signature (64)
 ``AggA``/``AggB``  |U| (4), SHA-256(sorted U) (32), C_U (48), vector (4 + 8(l+1)), P (32), sig (64)
 =================  ==========================================================================
@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
+from cryptography.hazmat.primitives import hashes, hmac
 
 from .commitment import POINT_BYTES, Commitment
 from .keys import SIGNATURE_BYTES
@@ -41,17 +42,21 @@ def participants_digest(ids) -> bytes:
 
 
 def y_digest(rho_a: int, y) -> bytes:
-    """SHA-256(ρ^A ‖ y): binds y and ρ^A for A, and hides y from B.
+    """HMAC-SHA256 keyed by ρ^A over y (RFC 2104, ``cryptography``'s ``hmac.HMAC``): binds y and
+    ρ^A for A, and hides y from B.
 
     B knows the mask r, so a plain SHA-256(y) = SHA-256(x + r) would let B test guesses of x;
-    keyed by ρ^A (uniform in Z_r, unknown to B) it reveals nothing, and A's check of the
-    signature now also covers ρ^A.
+    keyed by ρ^A (uniform in Z_r, unknown to B) it is a PRF output that reveals nothing, and A's
+    check of the signature also covers ρ^A. It replaces the ad-hoc SHA-256(ρ^A ‖ y): a keyed
+    hash made by prefixing a key is not a vetted MAC construction.
     """
-    return digest(_scalar_bytes(rho_a) + np.asarray(y, dtype="<u8").tobytes())
+    mac = hmac.HMAC(_scalar_bytes(rho_a), hashes.SHA256())
+    mac.update(np.asarray(y, dtype="<u8").tobytes())
+    return mac.finalize()
 
 
 def client_payload(domain, round_id, client_id, C: Commitment, y_digest, box_digest) -> bytes:
-    """What a client signs: (context, t, i, C, SHA-256(ρ^A ‖ y), SHA-256(box)) (spec §2 step 4;
+    """What a client signs: (context, t, i, C, HMAC_{ρ^A}(y), SHA-256(box)) (spec §2 step 4;
     ``domain`` is ``JanusParams.context``)."""
     return (
         domain + b"|client|" + _U64.pack(round_id) + _U64.pack(client_id) + C.to_bytes()
@@ -175,7 +180,7 @@ class ToA(_Message):
 
 @dataclass(frozen=True, eq=False)
 class ToB(_Message):
-    """Client i's message to server B: (t, i, SealedBox_B(seed ‖ ρ^B), C, SHA-256(ρ^A ‖ y), σ)."""
+    """Client i's message to server B: (t, i, SealedBox_B(seed ‖ ρ^B), C, HMAC_{ρ^A}(y), σ)."""
 
     round_id: int
     client_id: int

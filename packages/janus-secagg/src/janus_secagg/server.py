@@ -23,7 +23,7 @@ from .prg import SEED_BYTES, mask
 
 
 def _binding(commitment: Commitment, y_hash: bytes, box_digest: bytes) -> bytes:
-    """SHA-256 of what the client signed for both servers: (C, SHA-256(ρ^A ‖ y), SHA-256(box))."""
+    """SHA-256 of what the client signed for both servers: (C, HMAC_{ρ^A}(y), SHA-256(box))."""
     return digest(commitment.to_bytes() + y_hash + box_digest)
 
 
@@ -141,7 +141,7 @@ class ServerA(_Server):
         ----------
         u_b : mapping of int to bytes, or iterable of int
             What B reports: best ``ServerB.bindings`` (id → digest of the client's signed
-            (C, SHA-256(ρ^A ‖ y), SHA-256(box))), so that a client whose two messages come from
+            (C, HMAC_{ρ^A}(y), SHA-256(box))), so that a client whose two messages come from
             different ``prepare`` calls (a retry, or a cheat) is left out instead of making
             the round fail verification for everyone; or just B's ids (``ServerB.received``).
 
@@ -275,7 +275,7 @@ class ServerB(_Server):
 
     @property
     def bindings(self) -> dict[int, bytes]:
-        """U_B with, per client, SHA-256 of its signed (C, SHA-256(ρ^A ‖ y), SHA-256(box)).
+        """U_B with, per client, SHA-256 of its signed (C, HMAC_{ρ^A}(y), SHA-256(box)).
 
         Pass it to ``ServerA.participants``: A keeps only the clients whose message to A carries
         the same triple, i.e. both halves of one ``prepare`` call. It tells A nothing A does
