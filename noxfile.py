@@ -492,7 +492,7 @@ def docs(session: nox.Session) -> None:
     a docstring griffe cannot parse (``tools/docs_site.py check``), then on any mkdocs warning
     (``--strict``). Math renders with KaTeX from npm, copied into the site.
     """
-    venv = dev_tools(session, *DEV_TOOLS)
+    venv = dev_tools(session, *DEV_TOOLS)  # no --quiet below: it hides what --strict counts
     tool = str(ROOT / "tools" / "docs_site.py")
     session.run(_bin(venv, "python"), tool, "check", external=True)
     session.run(
@@ -500,7 +500,7 @@ def docs(session: nox.Session) -> None:
         external=True,
     )  # fmt: skip
     session.run(
-        _bin(venv, "mkdocs"), "build", "--strict", "--quiet", "-f", str(DOCS_BUILD / "mkdocs.yml"),
+        _bin(venv, "mkdocs"), "build", "--strict", "-f", str(DOCS_BUILD / "mkdocs.yml"),
         external=True, env={"NO_MKDOCS_2_WARNING": "1"},
     )  # fmt: skip
     session.log(f"site: {DOCS_BUILD / 'site' / 'index.html'}")

@@ -189,7 +189,8 @@ def check(selected: list[Library]) -> int:
 
 def _page_links(text: str, library: Library) -> str:
     """README links as the site serves them: a link into the repository (a figure, a results
-    file) points at the file beside the page; anchors and absolute URLs are unchanged."""
+    file) points at the file beside the page; anchors, absolute URLs and anything inside code
+    (fenced blocks, inline spans such as ``net[0](x)``) are unchanged."""
 
     def fix(match: re.Match[str]) -> str:
         bang, label, target = match.groups()
@@ -199,7 +200,16 @@ def _page_links(text: str, library: Library) -> str:
             target = f"{target.rstrip('/')}/README.md"  # a folder's page is its README
         return f"{bang}[{label}]({library.dist}/{target})"
 
-    return LINK.sub(fix, text)
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if fenced or line.lstrip().startswith("```"):
+            out.append(line)
+            continue
+        parts = re.split(r"(`[^`]*`)", line)  # odd parts are inline code spans
+        out.append("".join(p if i % 2 else LINK.sub(fix, p) for i, p in enumerate(parts)))
+    return "\n".join(out)
 
 
 LIST_ITEM = re.compile(r"^([-*+]|\d+\.) ")
@@ -246,7 +256,14 @@ def _repository_files(text: str) -> set[str]:
 def write(out: Path, katex: Path) -> None:
     """``out/mkdocs.yml`` and ``out/docs/``: a home page, one page per distribution (README card
     and API reference), the files the READMEs link to, and KaTeX from `katex` (its ``dist``)."""
+    katex, out = katex.resolve(), out.resolve()
+    if not (katex / "katex.min.js").is_file():
+        raise SystemExit(f"--katex {katex}: no katex.min.js there (KaTeX's dist folder expected)")
+    if out == katex or katex in out.parents or out in katex.parents:
+        raise SystemExit(f"the output {out} and --katex {katex} must not contain each other")
     docs = out / "docs"
+    if docs.exists() and not (out / "mkdocs.yml").is_file():
+        raise SystemExit(f"{docs} exists and is not a site this tool wrote: refusing to replace it")
     shutil.rmtree(docs, ignore_errors=True)
     docs.mkdir(parents=True)
     nav, rows = [], []

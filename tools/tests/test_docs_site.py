@@ -153,3 +153,25 @@ def test_screenshot_inspection_counts_typeset_and_raw_formulas():
     assert docs_screenshots.inspect(dom) == {
         "formulas": 2, "typeset": 1, "errors": 0, "tables": 1, "api entries": 1,
     }  # fmt: skip
+
+
+def test_links_inside_code_are_left_alone(library):
+    text = "`net[0](x)` and ![f](docs/a.png)\n```python\ny = net[0](x)\n```\n[r](b/R.md)"
+    assert docs_site._page_links(text, library) == (
+        "`net[0](x)` and ![f](demo-lib/docs/a.png)\n```python\ny = net[0](x)\n```\n"
+        "[r](demo-lib/b/R.md)"
+    )
+
+
+def test_write_refuses_a_katex_folder_without_katex_or_nested_in_the_output(tmp_path):
+    with pytest.raises(SystemExit, match=r"no katex\.min\.js"):
+        docs_site.write(tmp_path / "out", tmp_path)
+    (tmp_path / "katex.min.js").write_text("")
+    with pytest.raises(SystemExit, match="must not contain each other"):
+        docs_site.write(tmp_path / "out", tmp_path)
+    (tmp_path / "site" / "docs").mkdir(parents=True)
+    katex = tmp_path / "k"
+    katex.mkdir()
+    (katex / "katex.min.js").write_text("")
+    with pytest.raises(SystemExit, match="not a site this tool wrote"):
+        docs_site.write(tmp_path / "site", katex)
