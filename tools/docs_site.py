@@ -17,6 +17,8 @@ missing docstring: ``check`` is that second gate.
 from __future__ import annotations
 
 import argparse
+import difflib
+import itertools
 import json
 import logging
 import re
@@ -34,6 +36,13 @@ CORE = "icml25-core"
 SITE_NAME = "icml25 — ICML 2025 methods as libraries"
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")  # Markdown links and images
 REPR_HOOKS = {"extra_repr"}  # torch's repr hook: nothing a reader looks up
+ALIASES = {"shared": CORE}  # folder names accepted for a distribution name (as nox does)
+# numpydoc's section titles (numpydoc format guide); an underlined title close to one of them is
+# a typo griffe would render as a plain heading instead of the section
+SECTIONS = {
+    "Parameters", "Returns", "Yields", "Receives", "Other Parameters", "Raises", "Warns",
+    "Warnings", "See Also", "Notes", "References", "Examples", "Attributes", "Methods",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -140,9 +149,15 @@ def parse_warnings(obj: griffe.Object) -> list[str]:
         obj.docstring.parse("numpy")  # type: ignore[union-attr]
     finally:
         logger.removeHandler(handler)
-    return [
-        message.split(": ", 1)[-1] if ": " in message else message for message in handler.messages
-    ]
+    messages = [m.split(": ", 1)[-1] if ": " in m else m for m in handler.messages]
+    lines = obj.docstring.value.splitlines()  # type: ignore[union-attr]
+    for above, below in itertools.pairwise(lines):
+        title, underline = above.strip(), below.strip()
+        is_heading = set(underline) == {"-"} and len(underline) == len(title) > 0
+        near = difflib.get_close_matches(title, SECTIONS, n=1, cutoff=0.75) if is_heading else []
+        if near and title not in SECTIONS:  # other headings are a module's own (Markdown h2)
+            messages.append(f"section {title!r} is not numpydoc's {near[0]!r} (misspelt?)")
+    return messages
 
 
 def missing_docstrings(library: Library) -> list[str]:
@@ -388,10 +403,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "check":
         known = {lib.dist: lib for lib in libraries()}
-        unknown = [d for d in args.dists if d not in known]
+        names = [ALIASES.get(d, d) for d in args.dists]
+        unknown = [d for d in names if d not in known]
         if unknown:
-            parser.error(f"unknown distribution(s): {', '.join(unknown)}")
-        return check([known[d] for d in args.dists] if args.dists else list(known.values()))
+            parser.error(
+                f"unknown distribution(s): {', '.join(unknown)}; known: {', '.join(known)}"
+            )
+        return check([known[d] for d in names] if names else list(known.values()))
     write(args.out, args.katex)
     return 0
 

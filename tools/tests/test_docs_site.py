@@ -175,3 +175,24 @@ def test_write_refuses_a_katex_folder_without_katex_or_nested_in_the_output(tmp_
     (katex / "katex.min.js").write_text("")
     with pytest.raises(SystemExit, match="not a site this tool wrote"):
         docs_site.write(tmp_path / "site", katex)
+
+
+def test_a_misspelt_numpydoc_section_is_named_and_own_headings_are_not(library):
+    path = library.src / "demo_lib" / "_impl.py"
+    text = path.read_text().replace(
+        '"""Say hello.\n\n    Parameters\n    ----------',
+        '"""Say hello.\n\n    Usage notes\n    -----------\n    Free text.\n\n'
+        "    Parametres\n    ----------",
+    )
+    path.write_text(text)
+    problems = docs_site.missing_docstrings(library)
+    assert (
+        "demo_lib.greet: docstring: section 'Parametres' is not numpydoc's 'Parameters' "
+        "(misspelt?)" in problems
+    )
+    assert not [p for p in problems if "Usage notes" in p]
+
+
+def test_check_takes_the_core_folder_name(capsys):
+    assert docs_site.main(["check", "shared"]) == 0
+    assert "complete in 1 distributions" in capsys.readouterr().out
