@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from icml25_core import end_process, free_port, process_group
+from icml25_core import end_process, free_port, port_listening, process_group, wait_until
 
 
 def test_end_process_flushes_and_exits_with_the_code_skipping_atexit():
@@ -99,3 +99,16 @@ def test_free_port_can_be_bound():
         sock.bind(("127.0.0.1", port))
     with pytest.raises(TypeError, match="`host` must be a str"):
         free_port(1)
+
+
+def test_port_listening_and_wait_until():
+    port = free_port()
+    assert not port_listening(port)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        wait_until(lambda: port_listening(port), 5, "the test socket")
+    calls = []
+    with pytest.raises(TimeoutError, match="waiting for nothing"):
+        wait_until(lambda: calls.append(1), 0.2, "nothing", interval=0.05)
+    assert len(calls) >= 2

@@ -7,9 +7,7 @@ that group's id, SIGTERM then SIGKILL, with bounded time-outs (DECISIONS.md 6): 
 
 import json
 import os
-import socket
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ import torch
 from fedswa import get_algorithm, run_federated
 from fedswa.flower.app import model_for, partition_data
 
-from icml25_core import free_port, process_group
+from icml25_core import free_port, port_listening, process_group, wait_until
 
 BIN = Path(sys.executable).parent
 APP = Path(__file__).resolve().parents[1] / "examples" / "flower-app"
@@ -64,20 +62,6 @@ def test_ray_simulation_equals_run_federated(tmp_path):
         torch.testing.assert_close(result["control"][k], v, atol=1e-6, rtol=0)
 
 
-def _wait_for(predicate, timeout, what):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"timed out waiting for {what}")
-
-
-def _listening(port):
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 @pytest.mark.slow
 def test_loopback_deployment_two_supernodes_on_digits(tmp_path):
     env = _env(tmp_path)
@@ -94,7 +78,7 @@ def test_loopback_deployment_two_supernodes_on_digits(tmp_path):
         "--host", "127.0.0.1", "--port", str(link_port),
     ]  # fmt: skip
     with process_group(link_cmd, env=env, log=tmp_path / "superlink.log"):
-        _wait_for(lambda: _listening(link_port), 60, "the SuperLink")
+        wait_until(lambda: port_listening(link_port), 60, "the SuperLink")
         node_cmds = [
             [
                 str(BIN / "flower-supernode"),
@@ -118,7 +102,7 @@ def test_loopback_deployment_two_supernodes_on_digits(tmp_path):
             ]  # fmt: skip
             with process_group(run_cmd, env=env, log=tmp_path / "run.log") as run:
                 run.wait(timeout=400)
-            _wait_for(result_path.exists, 60, "the ServerApp's result")
+            wait_until(result_path.exists, 60, "the ServerApp's result")
     assert run.returncode == 0, _tail(tmp_path / "run.log")
     summary = json.loads(result_path.read_text())
     assert len(summary["accuracy"]) == 3  # before round 1, after rounds 1 and 2

@@ -5,16 +5,14 @@ group's id (SIGTERM, then SIGKILL), with bounded time-outs (DECISIONS 6)."""
 
 import json
 import os
-import socket
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from fsl_sage import Simulation
 from fsl_sage.flower import FlowerConfig, build_split, load_partition, load_test
 
-from icml25_core import free_port, process_group
+from icml25_core import free_port, port_listening, process_group, wait_until
 
 BIN = Path(sys.executable).parent
 APP = Path(__file__).resolve().parents[1] / "examples" / "flower-app"
@@ -23,20 +21,6 @@ RUN = {
     "batch-size": 16, "q": 2, "l": 1, "buffer-size": 60, "align-epochs": 3,
     "align-batch-size": 30, "num-test": 300,
 }  # fmt: skip
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _wait(predicate, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def _value(v):
@@ -65,7 +49,7 @@ def test_loopback_deployment_equals_round_schedule(tmp_path):
         "--host", "127.0.0.1", "--port", str(link),
     ]  # fmt: skip
     with process_group(link_cmd, env=env, log=tmp_path / "superlink.log"):
-        _wait(lambda: _listening(link), 60, "the SuperLink")
+        wait_until(lambda: port_listening(link), 60, "the SuperLink")
         nodes = [
             [
                 str(BIN / "flower-supernode"),
@@ -86,7 +70,7 @@ def test_loopback_deployment_equals_round_schedule(tmp_path):
             cmd = [str(BIN / "flwr"), "run", str(APP), "loop", "--stream", "--run-config", config]
             with process_group(cmd, env=env, log=tmp_path / "run.log") as run:
                 run.wait(timeout=400)
-            _wait(result.exists, 60, "the ServerApp's result")
+            wait_until(result.exists, 60, "the ServerApp's result")
     assert run.returncode == 0, (tmp_path / "run.log").read_text(errors="replace")[-3000:]
     summary = json.loads(result.read_text())
     cfg = FlowerConfig.from_run_config(RUN)

@@ -1,14 +1,16 @@
 """Spec §5 test 16: ``janus_mod`` + ``JanusFedAvg`` under Flower's ``run_simulation`` (Ray),
-3 SuperNodes, 2 rounds, server B as a separate process; each round's global model equals
-plaintext FedAvg of the same replies within 2^-(f+1). Scale-out path of spec §7."""
+3 SuperNodes, 2 rounds, server B as a separate process (TLS, enrolment); each round's global
+model equals plaintext FedAvg of the same replies within 2^-(f+1). Scale-out path of spec §7."""
 
 import itertools
 import sys
 
 import numpy as np
 import pytest
-from janus_secagg import JanusParams, ServerKeys, ServerPublicKeys
-from janus_secagg.net import Remote, start_server, stop_server
+from janus_secagg import ClientKeys, JanusParams, ServerKeys, ServerPublicKeys
+from janus_secagg.net import start_server, stop_server
+from janus_secagg.testing import Deployment
+from nacl.signing import SigningKey
 
 pytestmark = pytest.mark.slow
 
@@ -33,16 +35,24 @@ def test_flower_simulation_matches_plaintext_fedavg(tmp_path):
     # this test module is not importable by name in Ray's workers: ship its functions by value
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-    ka = ServerKeys.generate()
-    b_proc, b_port = start_server(
-        ["-m", "janus_secagg", "serve-b", "--dim", "35", "--a-pub", ka.public.sign.hex()]
-    )
+    deployment = Deployment(tmp_path / "dep", JanusParams(dim=35), 3)
+    seeds = [bytes(keys.signing) for keys in deployment.clients]
+    b_proc, b_port = start_server(deployment.serve_args("b"))
     try:
-        b_pub = Remote("127.0.0.1", b_port).keys()
         models = []
 
+        def node_keys(context):
+            return ClientKeys(SigningKey(seeds[int(context.node_config["partition-id"])]))
+
         client_app = ClientApp(
-            mods=[make_janus_mod("127.0.0.1", b_port, ka.public.to_bytes(), b_pub.to_bytes())]
+            mods=[
+                make_janus_mod(
+                    ("127.0.0.1", b_port),
+                    deployment.enrolment,
+                    node_keys,
+                    cache_dir=str(tmp_path / "ck"),
+                )
+            ]
         )
 
         @client_app.train()
@@ -59,7 +69,8 @@ def test_flower_simulation_matches_plaintext_fedavg(tmp_path):
         @server_app.main()
         def main(grid: Grid, context: Context) -> None:
             strategy = JanusFedAvg(
-                a_keys=ka, b_address=("127.0.0.1", b_port), b_pub=b_pub,
+                a_keys=deployment.ka, enrolment=deployment.enrolment,
+                b_address=("127.0.0.1", b_port), cache_dir=str(tmp_path / "ck"),
                 fraction_evaluate=0.0, min_train_nodes=3, min_available_nodes=3,
             )  # fmt: skip
             initial = {k: np.full(s, 0.25) for k, s in SHAPES.items()}

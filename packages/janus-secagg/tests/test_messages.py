@@ -29,7 +29,7 @@ def test_truncated_wrong_version_wrong_type_trailing_rejected(round_messages, cl
     with pytest.raises(ValueError, match="truncated"):
         cls.from_bytes(data[:-1])
     with pytest.raises(ValueError, match="version"):
-        cls.from_bytes(bytes([2]) + data[1:])
+        cls.from_bytes(bytes([1]) + data[1:])  # version 1: U as a digest only
     with pytest.raises(ValueError, match="type"):
         cls.from_bytes(data[:1] + bytes([99]) + data[2:])
     with pytest.raises(ValueError, match="trailing"):

@@ -5,7 +5,13 @@ from icml25_core.backend import BACKEND_ENV, BACKENDS, available_backends, selec
 from icml25_core.checkpoint import ResultStore, source_fingerprint
 from icml25_core.datasets import fashion_mnist, read_idx
 from icml25_core.extras import missing_extra_message, requires_extra
-from icml25_core.processes import end_process, free_port, process_group
+from icml25_core.processes import (
+    end_process,
+    free_port,
+    port_listening,
+    process_group,
+    wait_until,
+)
 from icml25_core.progress import progress
 from icml25_core.report import Claim, Report, Verdict, load_reports, summary_table
 from icml25_core.resources import data_path
@@ -49,7 +55,9 @@ __all__ = [
     # multi-process runs
     "end_process",
     "free_port",
+    "port_listening",
     "process_group",
+    "wait_until",
     # modules that belong to an optional extra
     "missing_extra_message",
     "requires_extra",

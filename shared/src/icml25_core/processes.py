@@ -1,5 +1,6 @@
 """Multi-process runs: starting a command in a process group of its own and ending that whole
-group, a free local port for a run's rendezvous, and ending a finished worker."""
+group, a free local port for a run's rendezvous, waiting for a server to listen, and ending a
+finished worker."""
 
 import contextlib
 import os
@@ -7,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
@@ -58,6 +60,28 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def port_listening(port: int, host: str = "127.0.0.1") -> bool:
+    """True iff a TCP connection to (`host`, `port`) is accepted now."""
+    with socket.socket() as sock:
+        return sock.connect_ex((host, port)) == 0
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.5) -> None:
+    """Call `predicate()` every `interval` seconds until it is true.
+
+    Raises
+    ------
+    TimeoutError
+        After `timeout` seconds; the message names `what` was awaited (e.g. "the SuperLink").
+    """
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 
 @contextlib.contextmanager

@@ -15,13 +15,24 @@ from .commitment import (
     PedersenBLS12381,
     SeparableCommitment,
 )
-from .errors import ProtocolError, ReplayError, VerificationError
+from .enrolment import Enrolment
+from .errors import (
+    CertificatePinError,
+    EnrolmentError,
+    ExcludedError,
+    NotEnrolledError,
+    ProtocolError,
+    ReplayError,
+    UnverifiedModelError,
+    VerificationError,
+)
 from .keys import ClientKeys, ClientPublicKey, ServerKeys, ServerPublicKeys
-from .messages import AggA, AggB, ParticipantSet, ToA, ToB
+from .messages import AggA, AggB, ModelPin, ParticipantSet, ToA, ToB
 from .params import JanusParams
 from .prg import mask
 from .quantize import dequantize, quantize
 from .server import ServerA, ServerB
+from .tls import PinnedTLS
 
 __all__ = [
     "__version__",
@@ -30,7 +41,9 @@ __all__ = [
     "JanusClient",
     "ServerA",
     "ServerB",
-    # keys
+    # keys, the operator's enrolment list, TLS pinning
+    "Enrolment",
+    "PinnedTLS",
     "ClientKeys",
     "ClientPublicKey",
     "ServerKeys",
@@ -49,8 +62,14 @@ __all__ = [
     "ParticipantSet",
     "AggA",
     "AggB",
+    "ModelPin",
     # errors
     "ProtocolError",
     "ReplayError",
     "VerificationError",
+    "NotEnrolledError",
+    "EnrolmentError",
+    "ExcludedError",
+    "UnverifiedModelError",
+    "CertificatePinError",
 ]

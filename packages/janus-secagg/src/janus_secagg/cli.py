@@ -3,11 +3,15 @@ after Pu et al., ICML 2025).
 
     janus-secagg reproduce [--out DIR]       the headline properties on Fashion-MNIST
     janus-secagg bench [--dim N] [--clients 5,20,50,100,200] [--compare-secaggplus]
-    janus-secagg serve-a --dim N --b-port P [--key-file F]   server A (prints LISTENING <port>)
-    janus-secagg serve-b --dim N --a-pub HEX                 server B (prints LISTENING <port>)
+    janus-secagg keygen --role operator|a|b|client --out FILE    a key file; prints the public key
+    janus-secagg enrol --operator-key F --a-pub HEX --b-pub HEX --clients-file F --dim N --out E
+    janus-secagg serve-b --enrolment E --operator HEX --key-file F --tls-cert C --tls-key K
+    janus-secagg serve-a --enrolment E --operator HEX --key-file F --b-port P --tls-cert ...
 """
 
 import argparse
+import sys
+from pathlib import Path
 
 from icml25_core.cli import add_reproduce_command, console_parser
 
@@ -32,10 +36,95 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--compare-secaggplus", action="store_true", help="also time Flower SecAgg+ client work"
     )
+    keygen = commands.add_parser("keygen", help="make a key file and print its public key (hex)")
+    keygen.add_argument("--role", required=True, choices=("operator", "a", "b", "client"))
+    keygen.add_argument("--out", required=True, help="the key file (written mode 0600)")
+    keygen.add_argument("--force", action="store_true", help="replace an existing key file")
+    enrol = commands.add_parser(
+        "enrol", help="create and sign the enrolment file (the operator's job)"
+    )
+    enrol.add_argument("--operator-key", required=True, help="keygen --role operator's file")
+    enrol.add_argument("--a-pub", required=True, help="server A's public key, hex (keygen)")
+    enrol.add_argument("--b-pub", required=True, help="server B's public key, hex (keygen)")
+    enrol.add_argument("--client", action="append", default=[], help="a client's key, hex")
+    enrol.add_argument("--clients-file", help="clients' keys, hex, one per line (# comments)")
+    enrol.add_argument("--a-cert", help="PEM certificate of A's TLS listener (pinned)")
+    enrol.add_argument("--b-cert", help="PEM certificate of B's TLS listener (pinned)")
+    enrol.add_argument("--out", required=True, help="the enrolment file to write")
+    enrol.add_argument("--dim", type=int, required=True, help="l, the update length")
+    enrol.add_argument("--clip", type=float, default=8.0, help="C (default 8.0)")
+    enrol.add_argument("--frac-bits", type=int, default=16, help="f (default 16)")
+    enrol.add_argument("--min-clients", type=int, default=3, help="t (default 3)")
+    enrol.add_argument("--max-total-weight", type=int, default=2**20, help="W_max (2**20)")
     for role in ("a", "b"):
         serve = commands.add_parser(f"serve-{role}", help=f"run server {role.upper()} over TCP")
         add_server_arguments(serve, role)
     return parser
+
+
+def keygen(role: str, out: str, force: bool = False) -> str:
+    """Write a new key file for `role`; return its public key as hex.
+
+    Operator and client: a 32-byte Ed25519 seed, public = the verify key; a, b: ``ServerKeys``
+    (b with its box key), public = ``ServerPublicKeys.to_bytes()``.
+
+    Raises
+    ------
+    ValueError
+        If `out` exists and `force` is false (a key is never replaced by accident).
+    """
+    from .keys import ClientKeys, ServerKeys
+
+    if Path(out).exists() and not force:
+        raise ValueError(f"`--out` {out} exists; pass --force to replace the key in it")
+    if role in ("a", "b"):
+        keys = ServerKeys.generate(box=role == "b")
+        keys.save(out)
+        return keys.public.to_bytes().hex()
+    client = ClientKeys.generate()
+    client.save(out)
+    return client.public.to_bytes().hex()
+
+
+def enrol(args: argparse.Namespace) -> str:
+    """Sign the enrolment file of `args` (the ``enrol`` command); returns a summary line."""
+    from .enrolment import Enrolment
+    from .keys import ClientKeys, ClientPublicKey
+    from .net import parse_public_key
+    from .params import JanusParams
+
+    operator = ClientKeys.load(args.operator_key).signing
+    texts = list(args.client)
+    if args.clients_file:
+        lines = Path(args.clients_file).read_text(encoding="ascii").splitlines()
+        texts += [ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip()]
+    clients = []
+    for text in texts:
+        try:
+            clients.append(ClientPublicKey.from_bytes(bytes.fromhex(text)))
+        except (ValueError, TypeError):
+            raise ValueError(f"client key {text!r:.70} is not 32 bytes of hex") from None
+
+    def read(path):
+        return None if path is None else Path(path).read_text(encoding="ascii")
+
+    params = JanusParams(
+        dim=args.dim, clip=args.clip, frac_bits=args.frac_bits, min_clients=args.min_clients,
+        max_total_weight=args.max_total_weight,
+    )  # fmt: skip
+    enrolment = Enrolment.create(
+        operator, params, parse_public_key(args.a_pub, "--a-pub"),
+        parse_public_key(args.b_pub, "--b-pub"), clients, a_certificate=read(args.a_cert),
+        b_certificate=read(args.b_cert),
+    )  # fmt: skip
+    enrolment.save(args.out)
+    tls = ", ".join(
+        f"{role} pinned" for role, pem in (("A", args.a_cert), ("B", args.b_cert)) if pem
+    )
+    return (
+        f"wrote {args.out}: {len(clients)} clients, l = {params.dim}, t = {params.min_clients}, "
+        f"TLS: {tls or 'none (plain TCP)'}; operator {bytes(operator.verify_key).hex()}"
+    )
 
 
 def main(argv=None) -> int:
@@ -52,6 +141,16 @@ def main(argv=None) -> int:
 
         clients = [int(n) for n in args.clients.split(",")]
         print(client_cost_table(args.dim, clients, compare_secaggplus=args.compare_secaggplus))
+        return 0
+    if args.command in ("keygen", "enrol"):
+        try:
+            if args.command == "keygen":
+                print(keygen(args.role, args.out, args.force))
+            else:
+                print(enrol(args))
+        except (ValueError, TypeError, OSError) as error:
+            print(f"janus-secagg {args.command}: error: {error}", file=sys.stderr)
+            return 2
         return 0
     from .net import serve
 

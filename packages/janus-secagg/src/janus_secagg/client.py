@@ -15,9 +15,10 @@ from nacl.public import SealedBox
 from icml25_core import check_array, check_scalar
 
 from .commitment import CommitmentKey, PedersenBLS12381, SeparableCommitment
-from .errors import VerificationError
+from .enrolment import Enrolment
+from .errors import ExcludedError, UnverifiedModelError, VerificationError
 from .keys import ClientKeys, ServerPublicKeys, box_public, verify_signature
-from .messages import AggA, AggB, ToA, ToB, digest, y_digest
+from .messages import AggA, AggB, ModelPin, ToA, ToB, digest, y_digest
 from .params import GROUP_ORDER, JanusParams
 from .prg import SEED_BYTES, mask
 from .quantize import dequantize, quantize
@@ -45,8 +46,9 @@ def _check_aggregates(agg_a, agg_b) -> None:
 
 
 def verify_aggregate(
-    params, ck, a_pub, b_pub, agg_a, agg_b, scheme=None, round_id=None
-) -> np.ndarray:
+    params, ck, a_pub, b_pub, agg_a, agg_b, scheme=None, round_id=None, *, enrolled=None,
+    client_id=None,
+) -> np.ndarray:  # fmt: skip
     """Check both servers' outputs and return the exact sum X = (Y − R) mod 2^64.
 
     Anyone holding the public keys and the commitment key can run it (clients, server A to
@@ -63,6 +65,12 @@ def verify_aggregate(
     round_id : int, optional
         The round the caller expects; an aggregate of any other round (a stale or replayed,
         though validly signed, result) is rejected. Pass it whenever it is known.
+    enrolled : collection of int, optional
+        The enrolled client ids (``Enrolment.client_ids``): a U holding any other id is
+        rejected.
+    client_id : int, optional
+        The id of a client that submitted to both servers in this round: a U without it is
+        rejected with ``ExcludedError`` (silent exclusion by A, issue 16 hole 2).
 
     Returns
     -------
@@ -74,8 +82,11 @@ def verify_aggregate(
     TypeError
         If the arguments are not ``AggA`` / ``AggB``.
     VerificationError
-        If a signature is invalid, A's and B's (t, |U|, digest, C_U) differ, t is not
-        `round_id`, |U| < t, the sum is out of range, or Σ_j X_j · G_j + (P_A + P_B) · H != C_U.
+        If a signature is invalid, A's and B's (t, U, C_U) differ, t is not `round_id`,
+        |U| < t, U holds an id not in `enrolled`, the sum is out of range, or
+        Σ_j X_j · G_j + (P_A + P_B) · H != C_U.
+    ExcludedError
+        If `client_id` is not in U.
 
     Notes
     -----
@@ -88,9 +99,11 @@ def verify_aggregate(
         raise VerificationError("server A's signature on its aggregate is invalid")
     if not verify_signature(b_pub.sign, agg_b.payload(p.context), agg_b.signature):
         raise VerificationError("server B's signature on its aggregate is invalid")
-    for field in ("round_id", "count", "u_digest", "commitment"):
+    for field in ("round_id", "ids", "commitment"):
         if getattr(agg_a, field) != getattr(agg_b, field):
             raise VerificationError(f"servers A and B disagree on {field}")
+    if enrolled is not None and not set(agg_a.ids) <= set(enrolled):
+        raise VerificationError("U holds ids that are not on the enrolment list (sybils)")
     if round_id is not None and agg_a.round_id != round_id:
         raise VerificationError(
             f"the aggregate is of round {agg_a.round_id}, not of the expected `round_id` "
@@ -113,7 +126,47 @@ def verify_aggregate(
     blinding = (agg_a.blinding + agg_b.blinding) % GROUP_ORDER
     if not scheme.check_opening(ck, agg_a.commitment, X, blinding):
         raise VerificationError("the aggregate does not open the aggregated commitment C_U")
+    if client_id is not None and int(client_id) not in agg_a.ids:
+        raise ExcludedError(
+            f"client {client_id} submitted to both servers in round {agg_a.round_id} but is "
+            f"not in the participant set U (|U| = {agg_a.count}): server A left it out"
+        )
     return X
+
+
+def verify_model_pin(params, a_pub, b_pub, pin, layout: bytes, model=None) -> None:
+    """Check the first-round model pin both servers signed (issue 16, hole 1).
+
+    Parameters
+    ----------
+    params : JanusParams
+    a_pub, b_pub : ServerPublicKeys
+    pin : ModelPin
+    layout : bytes
+        SHA-256 of the received model's layout (names, dtypes, shapes); checked every round.
+    model : bytes, optional
+        SHA-256 of the received model (layout and values); checked in the pinned round.
+
+    Raises
+    ------
+    UnverifiedModelError
+        If a signature is invalid, or the layout or the model differs from the pinned one.
+    """
+    if not isinstance(pin, ModelPin):
+        raise TypeError(f"`pin` must be a ModelPin, got {type(pin).__name__}")
+    payload = pin.payload(params.context)
+    for keys, signature, name in ((a_pub, pin.a_signature, "A"), (b_pub, pin.b_signature, "B")):
+        if not verify_signature(keys.sign, payload, signature):
+            raise UnverifiedModelError(f"the model pin is not signed by server {name}")
+    if layout != pin.layout:
+        raise UnverifiedModelError(
+            "the model's arrays (names, dtypes, shapes) differ from the pinned model's"
+        )
+    if model is not None and model != pin.model:
+        raise UnverifiedModelError(
+            f"the round-{pin.round_id} model differs from the one both servers pinned "
+            "(model-inconsistency attack)"
+        )
 
 
 class JanusClient:
@@ -130,6 +183,16 @@ class JanusClient:
         The generators (``CommitmentKey.derive(params)``).
     scheme : SeparableCommitment, default=PedersenBLS12381()
         The commitment scheme (pluggable).
+    enrolment : Enrolment, optional
+        The operator-signed list: aggregates whose U holds other ids are rejected, and
+        `params`, `a_pub`, `b_pub` must equal its own (``from_enrolment`` takes them from it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        On arguments of the wrong type, or that differ from the enrolment's.
+    NotEnrolledError
+        If `keys` are not on the enrolment list.
 
     Notes
     -----
@@ -144,6 +207,8 @@ class JanusClient:
         b_pub: ServerPublicKeys,
         ck: CommitmentKey,
         scheme: SeparableCommitment | None = None,
+        *,
+        enrolment: Enrolment | None = None,
     ):
         for value, name, kind in (
             (params, "params", JanusParams),
@@ -160,6 +225,26 @@ class JanusClient:
         self.scheme = PedersenBLS12381() if scheme is None else scheme
         self._box = SealedBox(box_public(b_pub))
         self.round_id: int | None = None  # the last round this client prepared
+        self.enrolment = enrolment
+        if enrolment is not None:
+            if not isinstance(enrolment, Enrolment):
+                raise TypeError(f"`enrolment` must be an Enrolment, got {type(enrolment)}")
+            if (params, a_pub, b_pub) != (enrolment.params, enrolment.a, enrolment.b):
+                raise ValueError("`params`, `a_pub`, `b_pub` differ from the enrolment's")
+            enrolment.check_client(keys.public)
+
+    @classmethod
+    def from_enrolment(cls, enrolment: Enrolment, keys: ClientKeys, ck=None, scheme=None):
+        """A client with the parameters and server keys of an ``Enrolment``.
+
+        `ck` defaults to ``CommitmentKey.derive(enrolment.params)`` (slow for large l: pass
+        a cached one).
+        """
+        if not isinstance(enrolment, Enrolment):
+            raise TypeError(f"`enrolment` must be an Enrolment, got {type(enrolment).__name__}")
+        ck = CommitmentKey.derive(enrolment.params) if ck is None else ck
+        return cls(enrolment.params, keys, enrolment.a, enrolment.b, ck, scheme,
+                   enrolment=enrolment)  # fmt: skip
 
     @property
     def client_id(self) -> int:
@@ -235,11 +320,15 @@ class JanusClient:
         self.round_id = round_id
         return to_a, to_b
 
-    def verify(self, agg_a: AggA, agg_b: AggB, round_id: int | None = None) -> np.ndarray:
+    def verify(
+        self, agg_a: AggA, agg_b: AggB, round_id: int | None = None, *, submitted=None
+    ) -> np.ndarray:
         """Check both servers' outputs; return the exact sum X (``verify_aggregate``).
 
         `round_id` defaults to the last round this client prepared: an aggregate of another
-        round is rejected. A client that prepared nothing must pass it.
+        round is rejected. A client that prepared nothing must pass it. `submitted` (default:
+        this client prepared `round_id`) says its messages reached both servers: a U without
+        it raises ``ExcludedError``; pass False for a client whose message did not go out.
         """
         _check_aggregates(agg_a, agg_b)
         if round_id is None:
@@ -250,12 +339,18 @@ class JanusClient:
                 "a stale aggregate from the current one"
             )
         check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
+        if submitted is None:
+            submitted = self.round_id == round_id
         return verify_aggregate(
             self.params, self.ck, self.a_pub, self.b_pub, agg_a, agg_b, self.scheme,
             round_id=int(round_id),
+            enrolled=None if self.enrolment is None else self.enrolment.client_ids,
+            client_id=self.client_id if submitted else None,
         )  # fmt: skip
 
-    def finalize(self, agg_a: AggA, agg_b: AggB, round_id: int | None = None) -> np.ndarray:
+    def finalize(
+        self, agg_a: AggA, agg_b: AggB, round_id: int | None = None, *, submitted=None
+    ) -> np.ndarray:
         """Verify the round's outputs and return the weighted mean update.
 
         Parameters
@@ -265,6 +360,9 @@ class JanusClient:
         round_id : int, optional
             The round expected; default: the last round this client prepared. Required for a
             client that prepared nothing.
+        submitted : bool, optional
+            Whether this client's messages of that round reached both servers (default: it
+            prepared that round); then a U without it is refused.
 
         Returns
         -------
@@ -277,7 +375,9 @@ class JanusClient:
         TypeError, VerificationError
             As for ``verify_aggregate``; VerificationError also for an aggregate of another
             round than `round_id`.
+        ExcludedError
+            If the client submitted but U leaves it out.
         ValueError
             If `round_id` is missing for a client that prepared nothing.
         """
-        return dequantize(self.verify(agg_a, agg_b, round_id), self.params)
+        return dequantize(self.verify(agg_a, agg_b, round_id, submitted=submitted), self.params)

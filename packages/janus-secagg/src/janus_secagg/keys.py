@@ -26,6 +26,34 @@ def verify_signature(public: bytes, message: bytes, signature: bytes) -> bool:
     return True
 
 
+def write_secret(path, secret: bytes) -> None:
+    """Write `secret` as one hex line to `path`, mode 0600 (an existing file is replaced)."""
+    fd = os.open(Path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        os.chmod(fd, 0o600)
+        handle.write(secret.hex() + "\n")
+
+
+def read_secret(path, sizes: tuple[int, ...], what: str) -> bytes:
+    """The bytes of a hex key file written by ``write_secret``.
+
+    Raises
+    ------
+    ValueError
+        If the file cannot be read, is not hex, or its length is not in `sizes` (the message
+        names `path` and `what` it should hold).
+    """
+    try:
+        secret = bytes.fromhex(Path(path).read_text(encoding="ascii").strip())
+    except OSError as error:
+        raise ValueError(f"`path` {path}: cannot read the key file: {error}") from None
+    except ValueError:  # not ASCII, or not hex
+        raise ValueError(f"`path` {path} does not hold hex-encoded {what}") from None
+    if len(secret) not in sizes:
+        raise ValueError(f"`path` {path} does not hold {what}")
+    return secret
+
+
 def _check_key_bytes(data, name: str) -> bytes:
     if not isinstance(data, bytes | bytearray) or len(data) != KEY_BYTES:
         raise ValueError(f"`{name}` must be {KEY_BYTES} bytes, got {data!r:.60}")
@@ -88,10 +116,7 @@ class ServerKeys:
         """Write the private keys (hex, one line) to a new file readable by its owner only
         (mode 0600); an existing file is replaced and its mode set to 0600."""
         secret = bytes(self.signing) + (bytes(self.box) if self.box is not None else b"")
-        fd = os.open(Path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            os.chmod(fd, 0o600)
-            handle.write(secret.hex() + "\n")
+        write_secret(path, secret)
 
     @classmethod
     def load(cls, path) -> "ServerKeys":
@@ -103,14 +128,7 @@ class ServerKeys:
             If the file cannot be read or does not hold 32 or 64 hex-encoded bytes (the
             message names `path`).
         """
-        try:
-            secret = bytes.fromhex(Path(path).read_text(encoding="ascii").strip())
-        except OSError as error:
-            raise ValueError(f"`path` {path}: cannot read the key file: {error}") from None
-        except ValueError:  # not ASCII, or not hex
-            raise ValueError(f"`path` {path} does not hold hex-encoded server keys") from None
-        if len(secret) not in (KEY_BYTES, 2 * KEY_BYTES):
-            raise ValueError(f"`path` {path} does not hold server keys")
+        secret = read_secret(path, (KEY_BYTES, 2 * KEY_BYTES), "server keys")
         box = PrivateKey(secret[KEY_BYTES:]) if len(secret) > KEY_BYTES else None
         return cls(SigningKey(secret[:KEY_BYTES]), box)
 
@@ -156,7 +174,7 @@ class ClientPublicKey:
 
 
 class ClientKeys:
-    """A client's Ed25519 signing key, registered with both servers (spec §2 "Setup")."""
+    """A client's Ed25519 signing key, on the operator's enrolment list (spec §2 "Setup")."""
 
     def __init__(self, signing: SigningKey):
         if not isinstance(signing, SigningKey):
@@ -167,6 +185,21 @@ class ClientKeys:
     def generate(cls) -> "ClientKeys":
         """A fresh random Ed25519 signing key (PyNaCl ``SigningKey.generate``)."""
         return cls(SigningKey.generate())
+
+    def save(self, path) -> None:
+        """Write the 32-byte Ed25519 seed (hex) to `path`, mode 0600."""
+        write_secret(path, bytes(self.signing))
+
+    @classmethod
+    def load(cls, path) -> "ClientKeys":
+        """Read a key written by ``save`` (or ``janus-secagg keygen --role client``).
+
+        Raises
+        ------
+        ValueError
+            If the file cannot be read or does not hold a 32-byte hex key (names `path`).
+        """
+        return cls(SigningKey(read_secret(path, (KEY_BYTES,), "a client key")))
 
     @property
     def public(self) -> ClientPublicKey:

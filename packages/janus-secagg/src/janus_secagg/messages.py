@@ -8,8 +8,12 @@ length, points as 48-byte compressed G1 decoded with subgroup checks.
 ``ToA``            i (8), y (4 + 8(l+1)), ρ^A (32), C (48), SHA-256(box) (32), σ (64)
 ``ToB``            i (8), SealedBox_B(seed ‖ ρ^B) (112), C (48), HMAC_{ρ^A}(y) (32), σ (64)
 ``ParticipantSet`` |U| (4), sorted ids (8 each), A's signature (64)
-``AggA``/``AggB``  |U| (4), SHA-256(sorted U) (32), C_U (48), vector (4 + 8(l+1)), P (32), sig (64)
+``AggA``/``AggB``  |U| (4), sorted U (8 each), C_U (48), vector (4 + 8(l+1)), P (32), sig (64)
+``ModelPin``       digest of the model's layout (32), of its values (32), A's and B's sig (64 each)
 =================  ==========================================================================
+
+Version 2 (issue 16) sends U itself in both aggregates, 8 bytes per participant, so that every
+client can check that it was not left out; version 1 sent SHA-256(sorted U) only.
 """
 
 import hashlib
@@ -24,7 +28,7 @@ from .commitment import POINT_BYTES, Commitment
 from .keys import SIGNATURE_BYTES
 from .params import GROUP_ORDER
 
-VERSION = 1
+VERSION = 2
 BOX_BYTES = 32 + 32 + 48  # seed ‖ ρ^B sealed: ephemeral X25519 key (32) + Poly1305 tag (16)
 _HEAD = struct.Struct(">BBQ")
 _U32 = struct.Struct(">I")
@@ -106,6 +110,15 @@ class _Reader:
         if n == 0:
             raise ValueError(f"{self.name}: empty vector")
         return np.frombuffer(self.take(8 * n), dtype="<u8").astype(np.uint64)
+
+    def ids(self) -> tuple[int, ...]:
+        count = self.u32()
+        if 8 * count > len(self.data) - self.pos:
+            raise ValueError(f"{self.name}: truncated ({len(self.data)} bytes)")
+        ids = tuple(self.u64() for _ in range(count))
+        if list(ids) != sorted(set(ids)):
+            raise ValueError(f"{self.name}: ids must be sorted and distinct")
+        return ids
 
     def scalar(self) -> int:
         value = int.from_bytes(self.take(32), "little")
@@ -234,10 +247,7 @@ class ParticipantSet(_Message):
 
     def to_bytes(self) -> bytes:
         """The wire encoding ``from_bytes`` reads (header, count, ids, A's signature)."""
-        return (
-            _HEAD.pack(VERSION, self.KIND, self.round_id) + _U32.pack(len(self.ids))
-            + b"".join(_U64.pack(i) for i in self.ids) + self.signature
-        )  # fmt: skip
+        return _HEAD.pack(VERSION, self.KIND, self.round_id) + _ids_bytes(self.ids) + self.signature
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "ParticipantSet":
@@ -250,20 +260,19 @@ class ParticipantSet(_Message):
             are missing or trailing.
         """
         r = _Reader(data, cls.KIND, "ParticipantSet")
-        count = r.u32()
-        ids = tuple(r.u64() for _ in range(count))
-        if list(ids) != sorted(set(ids)):
-            raise ValueError("ParticipantSet: ids must be sorted and distinct")
-        msg = cls(r.round_id, ids, r.take(SIGNATURE_BYTES))
+        msg = cls(r.round_id, r.ids(), r.take(SIGNATURE_BYTES))
         r.end()
         return msg
+
+
+def _ids_bytes(ids) -> bytes:
+    return _U32.pack(len(ids)) + b"".join(_U64.pack(i) for i in ids)
 
 
 @dataclass(frozen=True, eq=False)
 class _Aggregate(_Message):
     round_id: int
-    count: int
-    u_digest: bytes
+    ids: tuple
     commitment: Commitment
     vector: np.ndarray
     blinding: int
@@ -271,6 +280,16 @@ class _Aggregate(_Message):
 
     KIND = 0
     ROLE = b""
+
+    @property
+    def count(self) -> int:
+        """|U|, the number of participants."""
+        return len(self.ids)
+
+    @property
+    def u_digest(self) -> bytes:
+        """SHA-256 of the sorted participant ids (``participants_digest``)."""
+        return participants_digest(self.ids)
 
     def payload(self, domain: bytes) -> bytes:
         """What the server signs: (t, |U|, SHA-256(sorted U), C_U, SHA-256(vector), P)."""
@@ -283,17 +302,17 @@ class _Aggregate(_Message):
 
     def to_bytes(self) -> bytes:
         return (
-            _HEAD.pack(VERSION, self.KIND, self.round_id) + _U32.pack(self.count) + self.u_digest
+            _HEAD.pack(VERSION, self.KIND, self.round_id) + _ids_bytes(self.ids)
             + self.commitment.to_bytes() + _vector_bytes(self.vector)
             + _scalar_bytes(self.blinding) + self.signature
         )  # fmt: skip
 
     @classmethod
     def from_bytes(cls, data: bytes):
-        """Decode; ValueError as for ``ToA.from_bytes``."""
+        """Decode; ValueError as for ``ToA.from_bytes``, and for ids that are not sorted and
+        distinct."""
         r = _Reader(data, cls.KIND, cls.__name__)
-        msg = cls(r.round_id, r.u32(), r.take(32), r.point(), r.vector(), r.scalar(),
-                  r.take(SIGNATURE_BYTES))  # fmt: skip
+        msg = cls(r.round_id, r.ids(), r.point(), r.vector(), r.scalar(), r.take(SIGNATURE_BYTES))
         r.end()
         return msg
 
@@ -312,3 +331,42 @@ class AggB(_Aggregate):
 
     KIND = 5
     ROLE = b"B"
+
+
+@dataclass(frozen=True, eq=False)
+class ModelPin(_Message):
+    """The first round's model, pinned by both servers (issue 16, hole 1).
+
+    ``layout`` is SHA-256 of the model's array names, dtypes and shapes, ``model`` SHA-256 of
+    the layout and the values (``janus_secagg.flower.model_digests``); A signs first, B adds
+    its signature once per deployment, so every client starts from the same model and later
+    rounds keep its layout. ``round_id`` is the first round it applies to.
+    """
+
+    round_id: int
+    layout: bytes
+    model: bytes
+    a_signature: bytes
+    b_signature: bytes
+
+    KIND = 6
+
+    def payload(self, domain: bytes) -> bytes:
+        """The bytes both servers sign: domain, round, layout digest, model digest."""
+        return domain + b"|model-pin|" + _U64.pack(self.round_id) + self.layout + self.model
+
+    def to_bytes(self) -> bytes:
+        """The wire encoding ``from_bytes`` reads (header, two digests, two signatures)."""
+        return (
+            _HEAD.pack(VERSION, self.KIND, self.round_id) + self.layout + self.model
+            + self.a_signature + self.b_signature
+        )  # fmt: skip
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ModelPin":
+        """Decode; ValueError on a wrong version/type, truncation or trailing bytes."""
+        r = _Reader(data, cls.KIND, "ModelPin")
+        msg = cls(r.round_id, r.take(32), r.take(32), r.take(SIGNATURE_BYTES),
+                  r.take(SIGNATURE_BYTES))  # fmt: skip
+        r.end()
+        return msg

@@ -1,9 +1,12 @@
-"""Loopback/TCP transport: asyncio servers, length-prefixed frames, a blocking client stub.
+"""TCP transport, TLS where the enrolment pins a certificate: asyncio servers, length-prefixed
+frames, a blocking client stub.
 
 Frame: 4-byte big-endian length, then the payload. Request payload: one op byte and a body;
-response: one status byte (0 ok, 1 ProtocolError, 2 ReplayError, 3 ValueError) and a body.
-``janus-secagg serve-a|serve-b --host 127.0.0.1 --port 0`` prints ``LISTENING <port>`` and exits on
-SIGTERM, or ``--linger`` seconds after ``--rounds`` rounds have closed.
+response: one status byte (0 ok, 1 ProtocolError, 2 ReplayError, 3 ValueError,
+4 NotEnrolledError) and a body. There is no registration request: the servers take their clients
+from the operator-signed enrolment file (issue 16). ``janus-secagg serve-a|serve-b --enrolment
+FILE --operator HEX --key-file F (--tls-cert C --tls-key K | --insecure)`` prints
+``LISTENING <port>`` and exits on SIGTERM, or ``--linger`` seconds after ``--rounds`` rounds.
 """
 
 import argparse
@@ -19,19 +22,20 @@ import threading
 
 from icml25_core import check_scalar
 
-from .errors import ProtocolError, ReplayError
-from .keys import ClientPublicKey, ServerKeys, ServerPublicKeys
-from .messages import AggA, AggB, ParticipantSet, ToA, ToB
-from .params import JanusParams
+from .enrolment import Enrolment, certificate_pem
+from .errors import NotEnrolledError, ProtocolError, ReplayError
+from .keys import ServerKeys, ServerPublicKeys
+from .messages import AggA, AggB, ModelPin, ParticipantSet, ToA, ToB
 from .server import ServerA, ServerB
+from .tls import PinnedTLS, server_context
 
-KEYS, REGISTER, SUBMIT, RECEIVED, PARTICIPANTS, CLOSE, FETCH, BINDINGS = range(1, 9)
+KEYS, SUBMIT, RECEIVED, PARTICIPANTS, CLOSE, FETCH, BINDINGS, PIN = range(1, 9)
 #: Seconds a server waits for the rest of a request before dropping the connection.
 READ_TIMEOUT = 60.0
 _LEN = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 MAX_FRAME = 1 << 30
-_ERRORS = {1: ProtocolError, 2: ReplayError, 3: ValueError}
+_ERRORS = {1: ProtocolError, 2: ReplayError, 3: ValueError, 4: NotEnrolledError}
 
 
 async def _read_frame(reader: asyncio.StreamReader) -> bytes:
@@ -77,18 +81,58 @@ class Remote:
     port : int
     timeout : float, default=60.0
         Seconds per call (connect, send, receive).
+    tls : PinnedTLS, optional
+        Speak TLS and require the pinned certificate (``Remote.to_server`` sets it from the
+        enrolment); None: plain TCP.
     """
 
-    def __init__(self, host: str, port: int, timeout: float = 60.0):
+    def __init__(self, host: str, port: int, timeout: float = 60.0, tls=None):
         if not isinstance(host, str) or not host:
             raise TypeError(f"`host` must be a non-empty str, got {host!r}")
         check_scalar(port, "port", kind=numbers.Integral, low=1, high=65535)
         check_scalar(timeout, "timeout", kind=numbers.Real, low=0.0, inclusive="neither")
-        self.host, self.port, self.timeout = host, int(port), float(timeout)
+        if tls is not None and not isinstance(tls, PinnedTLS):
+            raise TypeError(f"`tls` must be a PinnedTLS or None, got {type(tls).__name__}")
+        self.host, self.port, self.timeout, self.tls = host, int(port), float(timeout), tls
+
+    @classmethod
+    def to_server(
+        cls, enrolment: Enrolment, role: str, host: str, port: int, *, client_cert=None,
+        client_key=None, timeout: float = 60.0,
+    ) -> "Remote":  # fmt: skip
+        """A stub of server `role` ("a" or "b") of an enrolment: TLS pinned to that server's
+        certificate when the enrolment holds one, else plain TCP.
+
+        Raises
+        ------
+        TypeError, ValueError
+            On a bad argument; `client_cert` without `client_key`.
+        """
+        if not isinstance(enrolment, Enrolment):
+            raise TypeError(f"`enrolment` must be an Enrolment, got {type(enrolment).__name__}")
+        if role not in ("a", "b"):
+            raise ValueError(f"`role` must be 'a' or 'b', got {role!r}")
+        pem = enrolment.a_certificate if role == "a" else enrolment.b_certificate
+        tls = None if pem is None else PinnedTLS(pem, client_cert, client_key)
+        return cls(host, port, timeout, tls)
+
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        return sock if self.tls is None else self.tls.wrap(sock, self.host, self.port)
 
     def call(self, op: int, body: bytes = b"") -> bytes:
-        """Send one request; return the body of an ok response, raise the server's error."""
-        with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
+        """Send one request; return the body of an ok response, raise the server's error.
+
+        Raises
+        ------
+        ProtocolError, ReplayError, NotEnrolledError, ValueError
+            The server's refusal.
+        CertificatePinError
+            If the server's TLS certificate is not the pinned one.
+        ConnectionError, OSError
+            If the server cannot be reached.
+        """
+        with self._connect() as sock:
             sock.sendall(_frame(bytes([op]) + body))
             head = self._recv(sock, _LEN.size)
             payload = self._recv(sock, _LEN.unpack(head)[0])
@@ -109,12 +153,8 @@ class Remote:
         return b"".join(chunks)
 
     def keys(self) -> ServerPublicKeys:
-        """The server's public keys (trust on first use; distribute them out of band)."""
+        """The server's public keys as it states them (a check: trust the enrolment's)."""
         return ServerPublicKeys.from_bytes(self.call(KEYS))
-
-    def register(self, client: ClientPublicKey) -> int:
-        """Register a client's verify key; returns its id."""
-        return _U64.unpack(self.call(REGISTER, client.to_bytes()))[0]
 
     def submit(self, msg) -> None:
         """Send a ``ToA`` (to A) or ``ToB`` (to B); raises the server's ``ProtocolError``."""
@@ -134,6 +174,10 @@ class Remote:
         """Send A's signed participant set to B; B's signed ``AggB`` (server A's call)."""
         return AggB.from_bytes(self.call(PARTICIPANTS, participants.to_bytes()))
 
+    def pin_model(self, pin: ModelPin) -> ModelPin:
+        """Send A's signed model pin to B; the pin with B's signature (``ServerB.pin_model``)."""
+        return ModelPin.from_bytes(self.call(PIN, pin.to_bytes()))
+
     def close_round(self, round_id: int) -> AggA:
         """Ask A to fix U with B, have B answer, and publish A's aggregate."""
         return AggA.from_bytes(self.call(CLOSE, _U64.pack(round_id)))
@@ -149,8 +193,8 @@ class Service:
     Parameters
     ----------
     server : ServerA or ServerB
-    peer : tuple of (str, int), optional
-        B's address, for A (used when a round is closed).
+    peer : Remote, optional
+        Server B, for A (called when a round is closed).
     rounds : int, optional
         Stop `linger` seconds after this many rounds have closed.
     linger : float, default=10.0
@@ -162,23 +206,14 @@ class Service:
         self.stop: asyncio.Event | None = None  # made by run(), in its event loop
 
     async def _peer_call(self, op: int, body: bytes) -> bytes:
-        reader, writer = await asyncio.open_connection(*self.peer)
-        try:
-            writer.write(_frame(bytes([op]) + body))
-            await writer.drain()
-            payload = await _read_frame(reader)
-        finally:
-            writer.close()
-        if payload[0]:
-            raise _ERRORS.get(payload[0], ProtocolError)(payload[1:].decode())
-        return payload[1:]
+        if self.peer is None:
+            raise ProtocolError("this server has no peer")
+        return await asyncio.to_thread(self.peer.call, op, body)
 
     async def _dispatch(self, op: int, body: bytes) -> bytes:
         s = self.server
         if op == KEYS:
             return s.public.to_bytes()
-        if op == REGISTER:
-            return _U64.pack(s.register(ClientPublicKey.from_bytes(body)))
         if op == SUBMIT:
             s.receive((ToA if isinstance(s, ServerA) else ToB).from_bytes(body))
             return b""
@@ -191,6 +226,8 @@ class Service:
             if t not in s.outputs:
                 raise ProtocolError(f"round {t} has no published aggregate")
             return s.outputs[t].to_bytes()
+        if op == PIN and isinstance(s, ServerB):
+            return s.pin_model(ModelPin.from_bytes(body)).to_bytes()
         if op == PARTICIPANTS and isinstance(s, ServerB):
             out = s.aggregate(ParticipantSet.from_bytes(body)).to_bytes()
             self._round_closed()
@@ -222,106 +259,137 @@ class Service:
                 reply = b"\x00" + await self._dispatch(request[0], request[1:])
             except ReplayError as error:
                 reply = b"\x02" + str(error).encode()
+            except NotEnrolledError as error:
+                reply = b"\x04" + str(error).encode()
             except ProtocolError as error:
                 reply = b"\x01" + str(error).encode()
             except (ValueError, TypeError, struct.error) as error:
                 reply = b"\x03" + str(error).encode()
             writer.write(_frame(reply))
             await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError, TimeoutError):
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError, TimeoutError, OSError):
             pass
         finally:
             writer.close()
 
-    async def run(self, host: str, port: int, announce=print) -> None:
-        """Listen on (host, port); announce ``LISTENING <port>``; serve until stopped."""
+    async def run(self, host: str, port: int, announce=print, tls=None) -> None:
+        """Listen on (host, port), over TLS with the ``ssl.SSLContext`` `tls` if given;
+        announce ``LISTENING <port>``; serve until stopped."""
         stop = self.stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        server = await asyncio.start_server(self._handle, host, port)
+        server = await asyncio.start_server(self._handle, host, port, ssl=tls)
         announce(f"LISTENING {server.sockets[0].getsockname()[1]}")
         async with server:
             await stop.wait()
 
 
 def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = None) -> None:
-    """Options of ``serve-a`` / ``serve-b``: address, protocol parameters, stopping rule.
+    """Options of ``serve-a`` / ``serve-b``: enrolment, keys, TLS, address, stopping rule.
 
     `role` ("a" or "b") leaves out the other server's options; None adds both.
     """
+    parser.add_argument(
+        "--enrolment", required=True,
+        help="the operator-signed enrolment file (janus-secagg enrol): parameters, server keys, "
+        "TLS certificates and the clients this server accepts",
+    )  # fmt: skip
+    parser.add_argument(
+        "--operator", required=True, help="the operator's Ed25519 verify key, hex (out of band)"
+    )
+    parser.add_argument(
+        "--key-file", required=True,
+        help="this server's private keys, as written by `janus-secagg keygen --role a|b`",
+    )  # fmt: skip
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
-    parser.add_argument("--dim", type=int, required=True, help="l, the update length")
-    parser.add_argument("--clip", type=float, default=8.0, help="C (default 8.0)")
-    parser.add_argument("--frac-bits", type=int, default=16, help="f (default 16)")
-    parser.add_argument("--min-clients", type=int, default=3, help="t (default 3)")
-    parser.add_argument("--max-total-weight", type=int, default=2**20, help="W_max (2**20)")
+    parser.add_argument("--tls-cert", default=None, help="PEM certificate this server presents")
+    parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--tls-client-ca", default=None, help="require client certificates signed by this CA"
+    )
+    parser.add_argument(
+        "--insecure", action="store_true",
+        help="serve plain TCP (only for an enrolment that pins no certificate for this server)",
+    )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=None, help="exit after this many rounds")
     parser.add_argument("--linger", type=float, default=10.0, help="seconds served after --rounds")
-    parser.set_defaults(b_host="127.0.0.1", b_port=None, a_pub=None, state_file=None)
+    parser.set_defaults(b_host="127.0.0.1", b_port=None, state_file=None, client_cert=None,
+                        client_key=None)  # fmt: skip
     if role in (None, "a"):
         parser.add_argument("--b-host", default="127.0.0.1", help="server B's host (serve-a)")
         parser.add_argument("--b-port", type=int, default=None, help="server B's port (serve-a)")
+        parser.add_argument(
+            "--client-cert", default=None, help="A's PEM certificate for B (if B requires one)"
+        )
+        parser.add_argument("--client-key", default=None, help="the key of --client-cert")
     if role in (None, "b"):
         parser.add_argument(
             "--state-file", default=None,
             help="B's record of answered rounds (serve-b): a restarted B refuses the rounds it "
             "answered (default: in memory, for this process only)",
         )  # fmt: skip
-        parser.add_argument(
-            "--a-pub", default=None,
-            help="server A's public key, hex: the 32-byte Ed25519 verify key or "
-            "ServerPublicKeys.to_bytes() (serve-b)",
-        )  # fmt: skip
-    parser.add_argument(
-        "--key-file", default=None,
-        help="this server's private keys, hex, as written by ServerKeys.save (default: fresh "
-        "keys for this process only; B needs a box key: ServerKeys.generate(box=True))",
-    )  # fmt: skip
 
 
-def params_from_args(args: argparse.Namespace) -> JanusParams:
-    return JanusParams(
-        dim=args.dim, clip=args.clip, frac_bits=args.frac_bits, min_clients=args.min_clients,
-        max_total_weight=args.max_total_weight,
-    )  # fmt: skip
-
-
-def make_honest_server(role: str, params: JanusParams, keys: ServerKeys, a_pub, state=None):
+def make_honest_server(role: str, enrolment: Enrolment, keys: ServerKeys, state=None):
     """The honest ``ServerA`` (role "a") or ``ServerB`` (role "b", keeping its answered rounds
-    in the file `state` when given)."""
-    return ServerA(params, keys) if role == "a" else ServerB(params, keys, a_pub, state=state)
+    in the file `state` when given), accepting the enrolment's clients only."""
+    if role == "a":
+        return ServerA(enrolment.params, keys, enrolment=enrolment)
+    return ServerB(enrolment.params, keys, enrolment.a, state=state, enrolment=enrolment)
+
+
+def _listener_tls(role: str, args: argparse.Namespace, enrolment: Enrolment):
+    """The server's ``SSLContext`` (None with ``--insecure``), checked against the pin."""
+    pinned = enrolment.a_certificate if role == "a" else enrolment.b_certificate
+    if args.insecure:
+        if args.tls_cert or pinned is not None:
+            raise ValueError(
+                "--insecure: the enrolment pins a TLS certificate for this server (or "
+                "--tls-cert is given); serve TLS instead"
+            )
+        return None
+    if not args.tls_cert or not args.tls_key:
+        raise ValueError("pass --tls-cert and --tls-key (or --insecure for plain TCP)")
+    context = server_context(args.tls_cert, args.tls_key, args.tls_client_ca)
+    with open(args.tls_cert, "rb") as handle:
+        presented = certificate_pem(handle.read(), "--tls-cert")
+    if pinned != presented:
+        raise ValueError(
+            "--tls-cert is not the certificate the enrolment pins for this server: clients "
+            "would refuse it"
+        )
+    return context
 
 
 def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -> int:
     """Run server `role` ("a" or "b") until SIGTERM or ``--rounds``; returns the exit status.
 
-    A needs ``--b-port`` (B's address); B needs ``--a-pub`` (A's verify key, hex) to check the
-    participant sets, so start B first with A's public key, then A with ``--key-file``.
-    `make_server(role, params, keys, a_pub)` builds the server (tests inject faulty ones).
+    Both servers load the operator-signed ``--enrolment`` (checked with ``--operator``) and
+    their ``--key-file``; A also needs ``--b-port`` (B's address), and reaches B over TLS when
+    the enrolment pins B's certificate. `make_server(role, enrolment, keys, state)` builds the
+    server (tests inject faulty ones).
     """
-    if role == "b" and not args.a_pub:
-        print("serve-b needs --a-pub (server A's verify key, hex)", file=sys.stderr)
-        return 2
     if role == "a" and args.b_port is None:
         print("serve-a needs --b-port (server B's port)", file=sys.stderr)
         return 2
     try:
-        params = params_from_args(args)
         check_scalar(args.port, "--port", kind=numbers.Integral, low=0, high=65535)
         if args.rounds is not None:
             check_scalar(args.rounds, "--rounds", kind=numbers.Integral, low=1)
         check_scalar(args.linger, "--linger", kind=numbers.Real, low=0.0)
-        keys = ServerKeys.load(args.key_file) if args.key_file else ServerKeys.generate(role == "b")
-        a_pub, peer = None, None
-        if role == "b":
-            a_pub = parse_public_key(args.a_pub, "--a-pub")
-        else:
+        enrolment = Enrolment.load(args.enrolment, args.operator)
+        keys = ServerKeys.load(args.key_file)
+        tls = _listener_tls(role, args, enrolment)
+        peer = None
+        if role == "a":
             check_scalar(args.b_port, "--b-port", kind=numbers.Integral, low=1, high=65535)
-            peer = (args.b_host, args.b_port)
-        extra = {"state": args.state_file} if role == "b" and args.state_file else {}
-        server = make_server(role, params, keys, a_pub, **extra)
+            peer = Remote.to_server(
+                enrolment, "b", args.b_host, args.b_port, client_cert=args.client_cert,
+                client_key=args.client_key,
+            )  # fmt: skip
+        server = make_server(role, enrolment, keys, args.state_file)
     except (ValueError, TypeError) as error:
         print(f"janus-secagg serve-{role}: error: {error}", file=sys.stderr)
         return 2
@@ -331,7 +399,7 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
         print(line, flush=True)
 
     try:
-        asyncio.run(service.run(args.host, args.port, announce))
+        asyncio.run(service.run(args.host, args.port, announce, tls))
     except (OSError, OverflowError) as error:  # bind: address in use, unknown host, ...
         print(
             f"janus-secagg serve-{role}: error: cannot listen on --host {args.host} --port "

@@ -1,8 +1,10 @@
 """The two non-colluding servers (spec §2 steps 4-6): A sums masked updates, B sums masks.
 
 Each server drops unsigned, mis-signed, unknown, duplicate and stale messages, and signs
-(t, |U|, SHA-256(sorted U), C_U, SHA-256(vector), P). B answers one participant set per round,
-only if U ⊆ U_B and |U| >= t. Servers do O(n l) additions and no multi-scalar multiplication.
+(t, |U|, SHA-256(sorted U), C_U, SHA-256(vector), P) and publishes U itself. B answers one
+participant set per round, only if U ⊆ U_B and |U| >= t. Given an ``Enrolment`` (issue 16),
+both servers accept exactly the operator's enrolled client keys. Servers do O(n l) additions and
+no multi-scalar multiplication.
 """
 
 import numbers
@@ -15,9 +17,10 @@ from nacl.public import SealedBox
 from icml25_core import ResultStore, check_scalar
 
 from .commitment import Commitment
-from .errors import ProtocolError, ReplayError
-from .keys import ClientPublicKey, ServerKeys, ServerPublicKeys, verify_signature
-from .messages import AggA, AggB, ParticipantSet, ToA, ToB, digest, participants_digest, y_digest
+from .enrolment import Enrolment
+from .errors import NotEnrolledError, ProtocolError, ReplayError
+from .keys import SIGNATURE_BYTES, ClientPublicKey, ServerKeys, ServerPublicKeys, verify_signature
+from .messages import AggA, AggB, ModelPin, ParticipantSet, ToA, ToB, digest, y_digest
 from .params import GROUP_ORDER, JanusParams
 from .prg import SEED_BYTES, mask
 
@@ -31,8 +34,9 @@ class _Server:
     """Registration and the checks both servers apply to a client's message."""
 
     message_type: type[ToA] | type[ToB]  # set by each server
+    role = ""  # "a" or "b": which key of the enrolment is this server's
 
-    def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1):
+    def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1, *, enrolment=None):
         if not isinstance(params, JanusParams):
             raise TypeError(f"`params` must be a JanusParams, got {type(params).__name__}")
         if not isinstance(keys, ServerKeys):
@@ -42,15 +46,35 @@ class _Server:
         self.clients: dict[int, ClientPublicKey] = {}
         self.outputs: dict[int, object] = {}
         self._inbox: dict[int, tuple] = {}  # client id -> what the round keeps of its message
+        self.enrolment = enrolment
+        if enrolment is not None:
+            self._check_enrolment(enrolment)
+            self.clients = {c.client_id: c for c in enrolment.clients}
+
+    def _check_enrolment(self, enrolment) -> None:
+        if not isinstance(enrolment, Enrolment):
+            raise TypeError(f"`enrolment` must be an Enrolment, got {type(enrolment).__name__}")
+        if enrolment.params != self.params:
+            raise ValueError("`params` differ from the enrolment's JanusParams")
+        if getattr(enrolment, self.role).sign != self.keys.public.sign:
+            raise ValueError(
+                f"`keys` are not server {self.role.upper()}'s keys on the enrolment list"
+            )
 
     @property
     def public(self) -> ServerPublicKeys:
         return self.keys.public
 
     def register(self, client: ClientPublicKey) -> int:
-        """Register a client's verify key (once, out of band); returns its id."""
+        """Register a client's verify key (once, out of band); returns its id.
+
+        A server made with an ``enrolment`` has registered every enrolled key already and
+        refuses any other (``NotEnrolledError``): only the operator adds clients.
+        """
         if not isinstance(client, ClientPublicKey):
             raise TypeError(f"`client` must be a ClientPublicKey, got {type(client).__name__}")
+        if self.enrolment is not None:
+            return self.enrolment.check_client(client)
         self.clients[client.client_id] = client
         return client.client_id
 
@@ -67,6 +91,8 @@ class _Server:
         if msg.round_id != self.round_id:
             raise ProtocolError(f"message for round {msg.round_id}, open round {self.round_id}")
         client = self.clients.get(msg.client_id)
+        if client is None and self.enrolment is not None:
+            raise NotEnrolledError(f"client {msg.client_id} is not on the enrolment list")
         if client is None:
             raise ProtocolError(f"client {msg.client_id} is not registered")
         if not verify_signature(client.sign, msg.payload(self.params.context), msg.signature):
@@ -86,11 +112,9 @@ class _Server:
         commitment = Commitment.zero()
         for i in ids:
             commitment = commitment + self._inbox[i][-1]
-        unsigned = cls(self.round_id, len(ids), participants_digest(ids), commitment, vector,
-                       blinding, b"")  # fmt: skip
+        unsigned = cls(self.round_id, tuple(ids), commitment, vector, blinding, b"")
         signature = self.keys.sign(unsigned.payload(self.params.context))
-        return cls(self.round_id, len(ids), unsigned.u_digest, commitment, vector, blinding,
-                   signature)  # fmt: skip
+        return cls(self.round_id, tuple(ids), commitment, vector, blinding, signature)
 
 
 class ServerA(_Server):
@@ -103,13 +127,41 @@ class ServerA(_Server):
         A's Ed25519 key.
     round_id : int, default=1
         The first open round.
+    enrolment : Enrolment, optional
+        The operator-signed list: A then accepts exactly its clients (``NotEnrolledError``).
+
+    Raises
+    ------
+    ValueError
+        If `params` or `keys` differ from the enrolment's.
     """
 
     message_type = ToA
+    role = "a"
 
-    def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1):
-        super().__init__(params, keys, round_id)
+    def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1, *, enrolment=None):
+        super().__init__(params, keys, round_id, enrolment=enrolment)
         self._participants: ParticipantSet | None = None
+
+    def sign_model(self, layout: bytes, model: bytes, round_id: int = 1) -> ModelPin:
+        """A's half of the first-round model pin (B adds its signature: ``ServerB.pin_model``);
+        B's signature is 64 zero bytes until then.
+
+        Parameters
+        ----------
+        layout, model : bytes
+            32-byte digests (``janus_secagg.flower.model_digests``).
+        round_id : int, default=1
+            The first round the model is trained in.
+        """
+        for value, name in ((layout, "layout"), (model, "model")):
+            if not isinstance(value, bytes) or len(value) != 32:
+                raise ValueError(f"`{name}` must be a 32-byte digest")
+        check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
+        unsigned = ModelPin(int(round_id), layout, model, b"", b"")
+        return ModelPin(int(round_id), layout, model,
+                        self.keys.sign(unsigned.payload(self.params.context)),
+                        bytes(SIGNATURE_BYTES))  # fmt: skip
 
     def receive(self, msg: ToA) -> None:
         """Accept client i's ``ToA`` for the open round.
@@ -214,27 +266,37 @@ class ServerB(_Server):
         File of B's answered rounds (one signed ``AggB`` per round; append-only JSON lines,
         fsync'd per answer: ``icml25_core.ResultStore``). A restarted B reads it back, refuses
         every round it answered before the restart and opens the round after the last one.
-        Without it the record lives in memory and a restart would answer a round twice.
+        Without it the record lives in memory and a restart would answer a round twice. The
+        first-round model pin (``pin_model``) is kept there too.
+    enrolment : Enrolment, optional
+        The operator-signed list: B then accepts exactly its clients (``NotEnrolledError``),
+        so A cannot add sybils to U.
 
     Raises
     ------
     ValueError
-        If `keys` have no box key, or `state` holds the record of another B (other keys, other
-        A or other ``JanusParams``).
+        If `keys` have no box key, `state` holds the record of another B (other keys, other
+        A or other ``JanusParams``), or `params`, `keys` or `a_pub` differ from the
+        enrolment's.
     """
 
     message_type = ToB
+    role = "b"
 
     def __init__(
-        self, params, keys: ServerKeys, a_pub: ServerPublicKeys, round_id: int = 1, *, state=None
-    ):
-        super().__init__(params, keys, round_id)
+        self, params, keys: ServerKeys, a_pub: ServerPublicKeys, round_id: int = 1, *,
+        state=None, enrolment=None,
+    ):  # fmt: skip
+        super().__init__(params, keys, round_id, enrolment=enrolment)
         if keys.box is None:
             raise ValueError("`keys` of server B need a box key: ServerKeys.generate(box=True)")
         if not isinstance(a_pub, ServerPublicKeys):
             raise TypeError(f"`a_pub` must be a ServerPublicKeys, got {type(a_pub).__name__}")
+        if enrolment is not None and enrolment.a.sign != a_pub.sign:
+            raise ValueError("`a_pub` is not server A's key on the enrolment list")
         self.a_pub = a_pub
         self._unbox = SealedBox(keys.box)
+        self.model_pin: ModelPin | None = None
         self._state = None if state is None else self._load_state(state)
 
     def _load_state(self, path) -> ResultStore:
@@ -247,7 +309,11 @@ class ServerB(_Server):
         }
         store = ResultStore(path, config=config)
         for key in store:
-            answer = AggB.from_bytes(bytes.fromhex(store.get(key)))
+            raw = bytes.fromhex(store.get(key))
+            if key == "model-pin":
+                self.model_pin = ModelPin.from_bytes(raw)
+                continue
+            answer = AggB.from_bytes(raw)
             self.outputs[answer.round_id] = answer
         if self.outputs:
             self.round_id = max(self.round_id, max(self.outputs) + 1)
@@ -315,3 +381,35 @@ class ServerB(_Server):
             self._state.put(f"round-{t}", out.to_bytes().hex())
         self._close(out)
         return out
+
+    def pin_model(self, pin: ModelPin) -> ModelPin:
+        """Add B's signature to A's first-round model pin, once per deployment (issue 16,
+        hole 1).
+
+        B signs one model only: asked again with the same digests it returns the same pin,
+        with others it refuses, so A cannot start different clients on different models. The
+        pin is written to the `state` file before it is returned.
+
+        Raises
+        ------
+        ProtocolError
+            If A's signature is invalid, or B already pinned another model.
+        """
+        if not isinstance(pin, ModelPin):
+            raise TypeError(f"`pin` must be a ModelPin, got {type(pin).__name__}")
+        payload = pin.payload(self.params.context)
+        if not verify_signature(self.a_pub.sign, payload, pin.a_signature):
+            raise ProtocolError("the model pin is not signed by server A")
+        done = self.model_pin
+        if done is not None:
+            if (done.round_id, done.layout, done.model) != (pin.round_id, pin.layout, pin.model):
+                raise ProtocolError(
+                    "B already pinned another first-round model (one model per deployment)"
+                )
+            return done
+        signed = ModelPin(pin.round_id, pin.layout, pin.model, pin.a_signature,
+                          self.keys.sign(payload))  # fmt: skip
+        if self._state is not None:
+            self._state.put("model-pin", signed.to_bytes().hex())
+        self.model_pin = signed
+        return signed
