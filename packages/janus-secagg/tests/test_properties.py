@@ -12,6 +12,7 @@ from janus_secagg import (
     AggB,
     Commitment,
     CommitmentKey,
+    ExcludedError,
     JanusParams,
     ParticipantSet,
     PedersenBLS12381,
@@ -126,6 +127,33 @@ def test_masks_cancel_in_the_two_servers_sums_over_the_participants(key, clients
     assert AggA.from_bytes(agg_a.to_bytes()) == agg_a
     assert AggB.from_bytes(agg_b.to_bytes()) == agg_b
     assert ToA.from_bytes(msgs[0][0].to_bytes()) == msgs[0][0]
+
+
+@given(st.lists(st.tuples(updates, weights), min_size=3, max_size=6), st.data())
+def test_exactly_the_clients_a_leaves_out_detect_it(key, clients, data):
+    """Whatever subset U of the clients that submitted to both servers A keeps (|U| >= t, the
+    same U given to B), the result verifies to Σ_U x for the clients in U and raises
+    ExcludedError for each one left out, which accepts it only when told its message did not
+    go out (issue 16, hole 2)."""
+    n = len(clients)
+    kept = data.draw(st.sets(st.integers(0, n - 1), min_size=PARAMS.min_clients), label="U")
+    xs = np.array([quantize(u, w, PARAMS) for u, w in clients])
+    fed = Federation(PARAMS, key, n)
+    for client, x in zip(fed.clients, xs, strict=True):
+        to_a, to_b = client.seal(x, bytes(32), 1, 3, 4)
+        fed.A.receive(to_a)
+        fed.B.receive(to_b)
+    agg_b = fed.B.aggregate(fed.A.participants([fed.clients[i].client_id for i in kept]))
+    agg_a = fed.A.aggregate(1)
+    X = xs[sorted(kept)].sum(axis=0)
+    for i, client in enumerate(fed.clients):
+        if i in kept:
+            np.testing.assert_array_equal(client.verify(agg_a, agg_b).astype(np.int64), X)
+            continue
+        with pytest.raises(ExcludedError):
+            client.verify(agg_a, agg_b)
+        summed = client.verify(agg_a, agg_b, submitted=False)
+        np.testing.assert_array_equal(summed.astype(np.int64), X)
 
 
 @given(
