@@ -197,3 +197,28 @@ def test_sserver_align_needs_buffered_data():
 def test_fserver_rejects_bad_input(states, weights, match):
     with pytest.raises(ValueError, match=match):
         FServer.aggregate(states, weights)
+
+
+def test_fsl_sage_client_step_is_the_gradient_of_the_mean_aux_loss():
+    """Issue 34: with ``estimate`` on the batch-mean scale, ``z.backward(estimate)`` gives the
+    client the gradient of mean_b l_a(z_b, y_b) w.r.t. its parameters (spec §2 step 4): one
+    local epoch equals Adam on that loss through autograd, with the aux held fixed."""
+    import copy
+
+    import torch.nn.functional as F
+    from fsl_sage import LinearGradScalarAux
+
+    torch.manual_seed(0)
+    x, y = torch.randn(20, 3), torch.randint(0, 4, (20,))
+    aux = LinearGradScalarAux(5, 4)
+    client = Client(0, nn.Linear(3, 5), x, y, aux=aux, batch_size=7, lr=1e-2)
+    manual = copy.deepcopy(client.model)
+    optimizer = torch.optim.Adam(manual.parameters(), lr=1e-2, weight_decay=1e-4)
+    batches = client.batches(0)
+    client.local_round(0, "fsl_sage")
+    for idx in batches:
+        optimizer.zero_grad(set_to_none=True)
+        F.nll_loss(aux(manual(x[idx])), y[idx]).backward()
+        optimizer.step()
+    for ours, theirs in zip(client.model.parameters(), manual.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-7)

@@ -67,7 +67,8 @@ def nmse(aux: GradScalarAux, z: torch.Tensor, y: torch.Tensor, g_star: torch.Ten
         raise ValueError(
             f"`g_star` must have the shape of `z` {tuple(z.shape)}, got {tuple(g_star.shape)}"
         )
-    est = aux.estimate(z, y).to(g_star.dtype)
+    # estimate is the batch-mean gradient; the targets are per-sample: rescale by the batch
+    est = aux.estimate(z, y).to(g_star.dtype) * z.shape[0]
     return float(((est - g_star) ** 2).sum() / (g_star**2).sum().clamp_min(1e-300))
 
 

@@ -180,7 +180,8 @@ class GradScalarAux(nn.Module):
         return grad
 
     def estimate(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Estimated per-sample server gradient ``dl_a(z_b, y_b)/dz_b``.
+        """Estimated gradient of the server's batch-mean loss w.r.t. the smashed data,
+        ``g_hat_b = dl_a(z_b, y_b)/dz_b / B``: the client steps with ``z.backward(g_hat)``.
 
         Parameters
         ----------
@@ -192,7 +193,9 @@ class GradScalarAux(nn.Module):
         Returns
         -------
         Tensor, shape [B, *S], dtype of `z`
-            Detached; divide by ``B`` for the gradient of the batch-mean loss.
+            Detached; the gradient of the batch-MEAN aux loss (spec §2 step 4, official
+            ``F.nll_loss`` default reduction). Multiply by ``B`` for the per-sample gradients
+            ``dl_a(z_b, y_b)/dz_b`` (the scale of the alignment targets).
 
         Raises
         ------
@@ -203,7 +206,7 @@ class GradScalarAux(nn.Module):
             range.
         """
         self._check(z, y)
-        return self._estimate(z, y, create_graph=False).detach()
+        return self._estimate(z, y, create_graph=False).detach() / z.shape[0]
 
     def alignment_loss(
         self, z: torch.Tensor, y: torch.Tensor, g_star: torch.Tensor, *, scale: float = 1.0
@@ -278,12 +281,12 @@ class LinearGradScalarAux(GradScalarAux):
         return flat, p, e
 
     def estimate(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Closed form ``g_b = W^T (softmax(W z_b + b) - e_{y_b})``; see
-        :meth:`GradScalarAux.estimate` for shapes and errors."""
+        """Closed form ``g_hat_b = W^T (softmax(W z_b + b) - e_{y_b}) / B`` (batch-mean loss);
+        see :meth:`GradScalarAux.estimate` for shapes and errors."""
         self._check(z, y)
         with torch.no_grad():
             _, _, e = self._residual_parts(z, y)
-            return (e @ self.linear.weight).reshape(z.shape).to(z.dtype)
+            return (e @ self.linear.weight / z.shape[0]).reshape(z.shape).to(z.dtype)
 
     def alignment_grad(
         self, z: torch.Tensor, y: torch.Tensor, g_star: torch.Tensor

@@ -253,7 +253,7 @@ class Client:
                 assert self.aux is not None  # checked above
                 assert self.aux_optimizer is not None  # made with the aux
                 if algorithm == "fsl_sage":
-                    z.backward(self.aux.estimate(z.detach(), y) / y.shape[0])
+                    z.backward(self.aux.estimate(z.detach(), y))  # batch-mean scale
                 elif algorithm == "cse_fsl":
                     self.aux_optimizer.zero_grad(set_to_none=True)
                     F.nll_loss(self.aux(z), y).backward()
