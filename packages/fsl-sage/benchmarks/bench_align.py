@@ -22,5 +22,6 @@ if __name__ == "__main__":
     for name in ("closed_form", "double_backward", "double_backward_compiled"):
         if name in t:
             print(f"| {name} | {1e3 * t[name]:.2f} | {t[name] / t['closed_form']:.2f}x |")
+    print(f"input checks (once per align call, not per step): {1e3 * t['input_checks']:.2f} ms")
     if "compile_error" in t:
         print(f"torch.compile unavailable here: {t['compile_error']}")

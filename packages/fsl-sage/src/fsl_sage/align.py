@@ -137,7 +137,7 @@ def align(
         )
     z, y, g_star = buffer.targets(server_model)
     n = z.shape[0]
-    before = nmse(aux, z, y, g_star)
+    before = nmse(aux, z, y, g_star)  # checks z, y, g_star once: the loop's steps do not
     target = g_star / n if official_scale else g_star
     linear_aux = aux if type(aux) is LinearGradScalarAux else None  # closed-form gradients
     opt = torch.optim.Adam(aux.parameters(), lr=lr)
@@ -152,14 +152,14 @@ def align(
             opt.zero_grad(set_to_none=True)
             if linear_aux is not None and official_scale:
                 # sum ||E W / b - g*/M||^2 = (1/b^2) sum ||E W - g* b / M||^2
-                loss, gw, gbias = linear_aux.alignment_grad(zb, yb, gb * b)
+                loss, gw, gbias = linear_aux._alignment_grad(zb, yb, gb * b)
                 loss, gw, gbias = loss / b**2, gw / b**2, gbias / b**2
             elif linear_aux is not None:
-                loss, gw, gbias = linear_aux.alignment_grad(zb, yb, gb)
+                loss, gw, gbias = linear_aux._alignment_grad(zb, yb, gb)
                 loss, gw, gbias = loss / b, gw / b, gbias / b
             else:
                 scale = 1.0 / b if official_scale else 1.0
-                loss = aux.alignment_loss(zb, yb, gb, scale=scale)
+                loss = aux._alignment_loss(zb, yb, gb, scale)
                 if not official_scale:
                     loss = loss / b
                 loss.backward()

@@ -238,6 +238,10 @@ class GradScalarAux(nn.Module):
         check_scalar(scale, "scale")
         if not math.isfinite(scale):
             raise ValueError(f"`scale` must be finite, got {scale}")
+        return self._alignment_loss(z, y, g_star, scale)
+
+    def _alignment_loss(self, z, y, g_star, scale: float = 1.0) -> torch.Tensor:
+        """``alignment_loss`` without the input checks (``align`` checks the buffer once)."""
         grad = self._estimate(z, y, create_graph=True)
         return ((scale * grad - g_star) ** 2).sum()
 
@@ -276,7 +280,7 @@ class LinearGradScalarAux(GradScalarAux):
     def _residual_parts(self, z, y):
         w, b = self.linear.weight, self.linear.bias
         flat = z.reshape(z.shape[0], -1).to(w.dtype)
-        p = torch.softmax(flat @ w.T + b, dim=1)
+        p = torch.softmax(torch.addmm(b, flat, w.T), dim=1)
         e = p - F.one_hot(y, w.shape[0]).to(w.dtype)
         return flat, p, e
 
@@ -323,13 +327,21 @@ class LinearGradScalarAux(GradScalarAux):
         double backward in ``tests/test_aux.py``.
         """
         self._check(z, y, g_star)
+        return self._alignment_grad(z, y, g_star)
+
+    def _alignment_grad(self, z, y, g_star):
+        """``alignment_grad`` without the input checks (``align`` checks the buffer once).
+
+        Fused BLAS calls (``addmm``, ``dot``): five [B, d] x [d, C]-sized products and one
+        pass over R for the loss (profiled in ``benchmarks/bench_align.py``).
+        """
         with torch.no_grad():
             w = self.linear.weight
             flat, p, e = self._residual_parts(z, y)
-            r = e @ w - g_star.reshape(flat.shape).to(w.dtype)
+            r = torch.addmm(g_star.reshape(flat.shape).to(w.dtype), e, w, beta=-1)  # E W - G*
             s = r @ w.T
             g = p * (s - (p * s).sum(dim=1, keepdim=True))
-            loss = (r**2).sum()
-            grad_w = 2 * (e.T @ r + g.T @ flat)
+            loss = torch.dot(r.reshape(-1), r.reshape(-1))
+            grad_w = 2 * torch.addmm(e.T @ r, g.T, flat)
             grad_b = 2 * g.sum(dim=0)
         return loss, grad_w, grad_b
