@@ -266,3 +266,76 @@ def test_simulate_rejects_unknown_run_config_keys(overrides, error, match):
 
     with pytest.raises(error, match=match):
         simulate(overrides, num_supernodes=2)
+
+
+def _stock_reply(request, state, num_examples, pid):
+    """What a stock Flower ClientApp returns: the trained weights and ``num-examples``."""
+    metrics = MetricRecord({"num-examples": num_examples, "partition-id": pid, "train-loss": 0.5})
+    content = RecordDict({"arrays": ArrayRecord(state), "metrics": metrics})
+    return Message(content=content, reply_to=request)
+
+
+@pytest.mark.parametrize("name", ["fedavg", "fedswa", "fedsam"])
+def test_stock_flower_replies_are_averaged_as_weights(name):
+    """Issue 34: a ClientApp that returns full weights (Flower's standard reply) works for the
+    algorithms without controls: the new model is x_t + alpha * sum_i w_i (y_i - x_t)."""
+    strategy = strategy_for(name, num_rounds=2, eta0=0.1, alpha=0.5, min_available_nodes=1,
+                            min_train_nodes=1)  # fmt: skip
+    model = model_fn()
+    start = model.state_dict()
+    messages = list(strategy.configure_train(1, ArrayRecord(start), ConfigRecord(), Grid([1, 2])))
+    torch.manual_seed(1)
+    trained = [
+        {k: v + torch.randn_like(v) if v.is_floating_point() else v for k, v in start.items()}
+        for _ in messages
+    ]
+    sizes = [10, 30]
+    replies = [_stock_reply(m, trained[i], sizes[i], i) for i, m in enumerate(messages)]
+    got, metrics = strategy.aggregate_train(1, replies)
+    state = got.to_torch_state_dict()
+    for k, v in start.items():
+        if not v.is_floating_point():
+            assert torch.equal(state[k], v), k
+            continue
+        mean = (10 * trained[0][k] + 30 * trained[1][k]) / 40
+        torch.testing.assert_close(state[k], v + 0.5 * (mean - v), rtol=1e-6, atol=1e-6)
+    assert "partition-id" not in metrics  # ids are not averaged
+    assert float(metrics["train-loss"]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("name", ["fedmoswa", "scaffold"])
+def test_stock_replies_are_refused_with_the_client_to_use_for_control_variates(name):
+    strategy = strategy_for(name, num_rounds=2, eta0=0.1, min_available_nodes=1,
+                            min_train_nodes=1)  # fmt: skip
+    start = model_fn().state_dict()
+    messages = list(strategy.configure_train(1, ArrayRecord(start), ConfigRecord(), Grid([1])))
+    with pytest.raises(ValueError, match=r"needs control variates.*make_client_app"):
+        strategy.aggregate_train(1, [_stock_reply(messages[0], start, 10, 0)])
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda s: {k: v for k, v in s.items() if k != "0.weight"}, "missing"),
+        (lambda s: {**s, "0.weight": torch.zeros(2, 2)}, "shape"),
+    ],
+)
+def test_stock_replies_that_do_not_fit_the_model_are_refused(change, match):
+    strategy = strategy_for("fedavg", num_rounds=2, eta0=0.1, min_available_nodes=1,
+                            min_train_nodes=1)  # fmt: skip
+    start = model_fn().state_dict()
+    messages = list(strategy.configure_train(1, ArrayRecord(start), ConfigRecord(), Grid([1])))
+    with pytest.raises(ValueError, match=match):
+        strategy.aggregate_train(1, [_stock_reply(messages[0], change(start), 10, 0)])
+
+
+def test_fedswa_metrics_leave_partition_ids_out():
+    strategy = _strategy(FedSWA)
+    app = make_client_app(model_fn, data_fn)
+    contexts = {n: _context(n, n - 1) for n in (1, 2, 3)}
+    messages = strategy.configure_train(1, ArrayRecord(model_fn().state_dict()), ConfigRecord(),
+                                        Grid(contexts))  # fmt: skip
+    replies = [app(m, contexts[m.metadata.dst_node_id]) for m in messages]
+    _, metrics = strategy.aggregate_train(1, replies)
+    assert "partition-id" not in metrics
+    assert "train-loss" in metrics

@@ -232,3 +232,41 @@ def test_local_update_rejects_bad_input(kwargs, error, match):
 def test_client_control_rejects_bad_input(c, ci, match):
     with pytest.raises((ValueError, TypeError), match=match):
         ClientControl(c, ci)
+
+
+def test_swa_average_is_the_mean_of_the_local_iterates():
+    """Issue 34: ``swa="average"`` returns classic SWA's mean of y_1..y_K (Izmailov et al.
+    2018), checked against iterates computed by hand for least squares with constant rate:
+    y_{k+1} = y_k - eta * 2/B X_k^T (X_k y_k - t_k)."""
+    torch.manual_seed(0)
+    batches = [(torch.randn(5, 3, dtype=torch.float64), torch.randn(5, 1, dtype=torch.float64))
+               for _ in range(4)]  # fmt: skip
+    model = torch.nn.Linear(3, 1, bias=False).double()
+    w = model.weight.detach().clone().T  # [3, 1]
+    eta, iterates = 0.05, []
+    for x, t in batches:
+        w = w - eta * 2 / len(x) * x.T @ (x @ w - t)
+        iterates.append(w)
+    expected = torch.stack(iterates).mean(0).T - model.weight.detach()
+    mse = torch.nn.functional.mse_loss
+    common = dict(steps=4, eta=eta, rho=1.0, weight_decay=0.0, clip_norm=None, loss_fn=mse)
+    averaged = local_update(model, batches, swa="average", **common)
+    torch.testing.assert_close(averaged.delta["weight"], expected, rtol=1e-12, atol=1e-14)
+    last = local_update(model, batches, **common)
+    torch.testing.assert_close(last.delta["weight"], iterates[-1].T - model.weight.detach(),
+                               rtol=1e-12, atol=1e-14)  # fmt: skip
+
+
+def test_swa_average_rejects_controls_and_unknown_rules():
+    from fedswa import AlgorithmConfig, ClientControl
+
+    model = torch.nn.Linear(3, 2)
+    batches = [(torch.randn(4, 3), torch.randint(0, 2, (4,)))]
+    zeros = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+    with pytest.raises(ValueError, match="swa"):
+        local_update(model, batches, steps=1, eta=0.1, swa="mean")
+    with pytest.raises(ValueError, match="control"):
+        local_update(model, batches, steps=1, eta=0.1, swa="average",
+                     control=ClientControl(zeros, dict(zeros)))  # fmt: skip
+    with pytest.raises(ValueError, match="swa"):
+        AlgorithmConfig("x", control="global", swa="average")

@@ -43,6 +43,10 @@ class AlgorithmConfig:
         SAM radius (FedSAM: 0.05, official README).
     lr_schedule : {"cosine", "exp", "constant"}, default="cosine"
         Round schedule of :func:`~fedswa.schedule.round_lr` (official HEAD: cosine).
+    swa : {"last", "average"}, default="last"
+        What a client returns: the last local iterate (paper, official code) or classic SWA's
+        average of the round's iterates (Izmailov et al. 2018); ``"average"`` needs
+        ``control="none"`` (see :func:`~fedswa.local.local_update`).
 
     Raises
     ------
@@ -63,6 +67,7 @@ class AlgorithmConfig:
     clip_norm: float | None = 10.0
     sam_rho: float | None = None
     lr_schedule: str = "cosine"
+    swa: str = "last"
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -79,6 +84,10 @@ class AlgorithmConfig:
         if self.sam_rho is not None:
             check_scalar(self.sam_rho, "sam_rho", low=0.0, inclusive="neither")
         check_choice(self.lr_schedule, "lr_schedule", ("cosine", "exp", "constant"))
+        check_choice(self.swa, "swa", ("last", "average"))
+        if self.swa == "average" and self.control != "none":
+            raise ValueError("`swa`='average' needs `control`='none' (the control update uses "
+                             "the last iterate)")  # fmt: skip
 
     @property
     def uses_control(self) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from icml25_core import check_scalar
+from icml25_core import check_choice, check_scalar
 
 from .control import ClientControl
 from .schedule import _cyclic_lr
@@ -116,6 +116,7 @@ def local_update(
     control: ClientControl | None = None,
     sam_rho: float | None = None,
     num_examples: int | None = None,
+    swa: str = "last",
 ) -> LocalResult:
     r"""Run one client's local round from the global model ``x_t``; `model` is not modified.
 
@@ -142,6 +143,12 @@ def local_update(
 
     With `sam_rho` (FedSAM), ``grad f_i`` is taken at ``y_k + sam_rho * g / ||g||`` through
     ``pytorch_optimizer.SAM`` and applied at ``y_k``.
+
+    With ``swa="average"`` the client returns classic SWA's average of the local iterates
+    instead of the last one (Izmailov et al. 2018, Alg. 1, averaging every step of the cycle):
+    $\Delta_i = \frac{1}{K'} \sum_{k=1}^{K'} y_k - x_t$ over the $K'$ steps taken, floating
+    buffers (BatchNorm statistics) averaged alike. The paper's and official rule is the
+    default ``"last"``: the cyclic rate ends the cycle at its low point and the server averages.
 
     Parameters
     ----------
@@ -171,6 +178,9 @@ def local_update(
     num_examples : int or None, default=None
         The client's dataset size ``n_i`` for the server's weighting; default: the number of
         examples processed.
+    swa : {"last", "average"}, default="last"
+        ``"last"``: ``Delta_i = y_K - x_t`` (paper, official code); ``"average"``: the mean of
+        the iterates ``y_1..y_K`` (classic SWA within the round; not with a `control`).
 
     Returns
     -------
@@ -182,7 +192,8 @@ def local_update(
     ------
     ValueError
         If ``steps < 1``, ``eta <= 0``, `rho` is outside ``[0, 1]``, ``weight_decay < 0``,
-        ``clip_norm <= 0``, ``sam_rho <= 0``, `batches` is empty or holds NaN/inf or mismatched
+        ``clip_norm <= 0``, ``sam_rho <= 0``, `swa` is unknown or ``"average"`` with a
+        `control`, `batches` is empty or holds NaN/inf or mismatched
         pairs, `model` holds NaN/inf, the model or `loss_fn` fails on a batch (wrong shape,
         dtype or label range; the original error is chained), `loss_fn` does not return a
         scalar, or the control keys are not the model's trainable parameters.
@@ -228,6 +239,12 @@ def local_update(
         raise TypeError(f"`loss_fn` must be callable, got {type(loss_fn).__name__}")
     if control is not None and not isinstance(control, ClientControl):
         raise TypeError(f"`control` must be a ClientControl, got {type(control).__name__}")
+    check_choice(swa, "swa", ("last", "average"))
+    if swa == "average" and control is not None:
+        raise ValueError(
+            "`swa`='average' cannot be used with a `control`: the control update is defined "
+            "by the last iterate (SCAFFOLD option II)"
+        )
 
     start = {k: v.detach().clone() for k, v in model.state_dict().items()}
     bad_start = [k for k, v in start.items() if v.is_floating_point() and not v.isfinite().all()]
@@ -256,6 +273,7 @@ def local_update(
     sam = _sam_optimizer(params, eta, weight_decay, sam_rho) if sam_rho is not None else None
 
     lr_sum, loss_sum, seen, taken = 0.0, 0.0, 0, 0
+    mean: dict[str, torch.Tensor] = {}  # swa="average": running mean of the iterates
     stream = _batch_stream(batches)
     for k in range(steps):
         batch = next(stream, None)
@@ -281,8 +299,15 @@ def local_update(
         loss_sum += float(loss)
         seen += int(x.shape[0])
         taken += 1
+        if swa == "average":  # running mean of y_1..y_k (Izmailov et al. 2018, Alg. 1)
+            current = local.state_dict()
+            if taken == 1:
+                mean = {n: v.detach().clone() for n, v in current.items() if v.is_floating_point()}
+            else:
+                for n, v in mean.items():
+                    v.add_(current[n].detach() - v, alpha=1.0 / taken)
 
-    end = local.state_dict()
+    end = local.state_dict() if swa == "last" or taken == 0 else {**local.state_dict(), **mean}
     delta = {k: (end[k].detach() - start[k]) for k in start if start[k].is_floating_point()}
     diverged = [k for k, v in delta.items() if not torch.isfinite(v).all()]
     if diverged or not math.isfinite(loss_sum):

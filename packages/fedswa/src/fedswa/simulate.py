@@ -307,6 +307,7 @@ def run_federated(
                     control=control,
                     sam_rho=cfg.sam_rho,
                     num_examples=len(x),
+                    swa=cfg.swa,
                 )
             except (FloatingPointError, ValueError, TypeError) as err:
                 where = f"client {cid} (`partitions[{cid}]`), round {t + 1}"

@@ -4,8 +4,9 @@ Run config (``[tool.flwr.app.config]`` of the app's pyproject, or ``--run-config
 :data:`DEFAULTS`: ``algorithm``, ``dataset`` (``digits`` from scikit-learn or ``fashion-mnist``
 from the Debian package), ``num-rounds``, ``eta0``, ``lr-factor`` (0 = the algorithm's own),
 ``local-steps``, ``batch-size``, ``seed`` (initial model and minibatch order), ``split-seed``
-and ``dirichlet-alpha`` (the label-skewed split), ``fraction-train``, ``min-nodes`` and
-``result-path`` (a JSON file the ServerApp writes when set). Node config: ``partition-id``,
+and ``dirichlet-alpha`` (the label-skewed split), ``fraction-train``, ``min-nodes``, ``swa``
+(``last``, the paper's rule, or ``average``, classic SWA within the round) and ``result-path``
+(a JSON file the ServerApp writes when set). Node config: ``partition-id``,
 ``num-partitions``.
 An example app folder is ``examples/flower-app/`` of the source distribution.
 """
@@ -50,6 +51,7 @@ DEFAULTS = {
     "dirichlet-alpha": 0.5,
     "fraction-train": 1.0,
     "min-nodes": 2,
+    "swa": "last",
     "result-path": "",
 }
 FMNIST_CLIENT_SIZE = 500  # examples per client, the quick reproduce's size
@@ -112,7 +114,9 @@ def make_server_app(overrides: dict | None = None, on_result: Callable | None = 
         _, _, x_test, y_test = _dataset(s["dataset"])
         torch.manual_seed(int(s["seed"]))
         model = model_for(s["dataset"])
-        extra = {"lr_factor": float(s["lr-factor"])} if float(s["lr-factor"]) > 0 else {}
+        extra: dict[str, float | str] = {"swa": str(s["swa"])}
+        if float(s["lr-factor"]) > 0:
+            extra["lr_factor"] = float(s["lr-factor"])
         strategy = strategy_for(
             s["algorithm"],
             **extra,

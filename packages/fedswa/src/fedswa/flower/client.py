@@ -111,6 +111,7 @@ def make_client_app(
             loss_fn=loss_fn,
             control=control,
             num_examples=len(x),
+            swa=str(cfg.get("swa", "last")),
         )
         upload, norm = None, 0.0
         if control is not None:

@@ -1,5 +1,6 @@
 """Flower records of a client reply: ONE ArrayRecord with ``model/<name>`` (the update
-``Delta_i``) and ``control/<name>`` (the control upload) keys, plus a MetricRecord."""
+``Delta_i``) and ``control/<name>`` (the control upload) keys, plus a MetricRecord; or, from a
+stock Flower ClientApp, the trained weights themselves (``from_weights``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from ..local import LocalResult
 with requires_extra("fedswa", "flower"):
     from flwr.app import ArrayRecord
 
-__all__ = ["MODEL_PREFIX", "CONTROL_PREFIX", "pack_update", "unpack_update", "to_state_dict"]
+__all__ = [
+    "MODEL_PREFIX",
+    "CONTROL_PREFIX",
+    "pack_update",
+    "unpack_update",
+    "from_weights",
+    "is_update",
+    "to_state_dict",
+]
 
 MODEL_PREFIX = "model/"
 CONTROL_PREFIX = "control/"
@@ -80,4 +89,58 @@ def unpack_update(record: ArrayRecord, metrics, control_key: str) -> LocalResult
         loss=float(metrics["train-loss"]),
         steps=int(metrics["steps"]),
         **uploads,
+    )
+
+
+def is_update(record: ArrayRecord) -> bool:
+    """Whether `record` is in :func:`pack_update`'s format (else: plain trained weights)."""
+    return any(key.startswith(MODEL_PREFIX) for key in record)
+
+
+def from_weights(record: ArrayRecord, metrics, global_state: dict) -> LocalResult:
+    """The :class:`~fedswa.local.LocalResult` of a stock Flower reply: trained weights ``y_i``
+    and ``num-examples``; ``Delta_i = y_i - x_t`` for every floating entry of ``x_t``.
+
+    Parameters
+    ----------
+    record : ArrayRecord
+        The full ``state_dict`` the client trained (Flower's standard train reply).
+    metrics : MetricRecord
+        With ``num-examples`` (Flower's FedAvg weighting key); ``train-loss`` is used if present.
+    global_state : dict of str to Tensor
+        ``x_t``, the model this round sent.
+
+    Raises
+    ------
+    ValueError
+        If the keys or shapes differ from the global model's, or ``num-examples`` is missing.
+    """
+    weights = to_state_dict(record)
+    if set(weights) != set(global_state):
+        raise ValueError(
+            "the reply's arrays are not the model's state_dict: missing "
+            f"{sorted(set(global_state) - set(weights))}, unexpected "
+            f"{sorted(set(weights) - set(global_state))}"
+        )
+    if "num-examples" not in metrics:
+        raise ValueError("the reply's MetricRecord needs `num-examples` (the client's weight)")
+    delta = {}
+    for key, start in global_state.items():
+        if not start.is_floating_point():
+            continue
+        if weights[key].shape != start.shape:
+            raise ValueError(
+                f"reply array {key!r} has shape {tuple(weights[key].shape)}, the model "
+                f"{tuple(start.shape)}"
+            )
+        delta[key] = weights[key].to(start) - start
+    return LocalResult(
+        delta=delta,
+        new_control=None,
+        control_delta=None,
+        local_control_delta=None,
+        num_examples=int(metrics["num-examples"]),
+        lr_sum=float("nan"),  # not reported by a stock client; no control needs it
+        loss=float(metrics.get("train-loss", float("nan"))),
+        steps=0,
     )

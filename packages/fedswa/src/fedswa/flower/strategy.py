@@ -18,7 +18,7 @@ from icml25_core.extras import requires_extra
 from ..algorithms import AlgorithmConfig, get_algorithm
 from ..schedule import round_lr
 from ..server import ServerState, server_step
-from .records import to_state_dict, unpack_update
+from .records import from_weights, is_update, to_state_dict, unpack_update
 
 with requires_extra("fedswa", "flower"):
     from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
@@ -34,8 +34,8 @@ class FedAvgSWA(FedAvg):
 
     ``configure_train`` adds ``eta`` (this round's peak local rate ``lr_factor * round_lr``),
     ``rho``, ``local-steps``, ``weight-decay``, ``clip-norm`` (0 = off), ``sam-rho`` (0 = off),
-    ``batch-size``, ``seed`` and ``control-kind`` to the ConfigRecord and the server control
-    ``c`` as the ArrayRecord ``control``; ``aggregate_train`` calls
+    ``batch-size``, ``seed``, ``control-kind`` and ``swa`` to the ConfigRecord and the server
+    control ``c`` as the ArrayRecord ``control``; ``aggregate_train`` calls
     :func:`~fedswa.server.server_step` on the replies ordered by ``partition-id``.
 
     Parameters
@@ -112,6 +112,7 @@ class FedAvgSWA(FedAvg):
             "batch-size": self.batch_size,
             "seed": self.seed,
             "control-kind": cfg.control,
+            "swa": cfg.swa,
         }
 
     def configure_train(
@@ -131,7 +132,12 @@ class FedAvgSWA(FedAvg):
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """:func:`~fedswa.server.server_step` over the valid replies (keyed by partition id)."""
+        """:func:`~fedswa.server.server_step` over the valid replies (keyed by partition id).
+
+        Replies of fedswa's ClientApp carry ``Delta_i`` (and the control upload); for FedAvg,
+        FedSWA and FedSAM a stock Flower ClientApp's reply (trained weights, ``num-examples``)
+        works too. ``partition-id`` is left out of the averaged metrics.
+        """
         valid, _ = self._check_and_log_replies(list(replies), is_train=True)
         if not valid:
             return None, None
@@ -143,7 +149,7 @@ class FedAvgSWA(FedAvg):
             record = next(iter(content.array_records.values()))
             # the ClientApp writes "partition-id" as an int (MetricRecord values may be lists)
             cid = int(cast(int, metrics.get("partition-id", msg.metadata.src_node_id)))
-            results[cid] = unpack_update(record, metrics, cfg.control_key)
+            results[cid] = self._local_result(record, metrics)
         control = self.control
         if cfg.uses_control and control is None:
             first = next(iter(results.values()))
@@ -167,7 +173,31 @@ class FedAvgSWA(FedAvg):
         self.control = new.control
         self._model_state = new.model_state
         metrics = self.train_metrics_aggr_fn([m.content for m in valid], self.weighted_by_key)
+        if metrics is not None:
+            metrics.pop("partition-id", None)  # an id, not a quantity to average
         return ArrayRecord(new.model_state), metrics
+
+    def _local_result(self, record: ArrayRecord, metrics: MetricRecord):
+        """A reply as the server step needs it: fedswa's client format (``Delta_i`` and the
+        control upload) or, for algorithms without controls, a stock Flower reply (the trained
+        weights and ``num-examples``).
+
+        Raises
+        ------
+        ValueError
+            If a stock reply comes for an algorithm with control variates, or does not fit.
+        """
+        if is_update(record):
+            return unpack_update(record, metrics, self.config.control_key)
+        if self.config.uses_control:
+            raise ValueError(
+                f"{self.config.name} needs control variates, and the reply holds plain weights "
+                "(a stock Flower ClientApp): run fedswa's client, "
+                "fedswa.flower.client.make_client_app(model_fn, data_fn) or "
+                "fedswa.flower.app:client_app, which uploads Delta_i and c_i"
+            )
+        assert self._model_state is not None  # set by configure_train of this round
+        return from_weights(record, metrics, self._model_state)
 
 
 class FedSWA(FedAvgSWA):
