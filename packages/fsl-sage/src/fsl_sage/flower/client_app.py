@@ -25,7 +25,7 @@ from .records import (
 )
 
 with requires_extra("fsl-sage", "flower"):
-    from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
 
 __all__ = ["app", "client_from_context", "make_client_app"]
@@ -46,6 +46,8 @@ def client_from_context(context: Context, cfg: FlowerConfig) -> Client:
         client.model.load_state_dict(state_from_record(state.array_records["client-model"]))
     if "client-opt" in state.array_records:
         optimizer_from_record(client.optimizer, state.array_records["client-opt"])
+    if "aux-opt" in state.array_records and client.aux_optimizer is not None:
+        optimizer_from_record(client.aux_optimizer, state.array_records["aux-opt"])
     if "aux" in state.array_records:
         _aux_of(client).load_state_dict(state_from_record(state.array_records["aux"]))
     return client
@@ -55,6 +57,8 @@ def _save(context: Context, client: Client) -> None:
     context.state["client-model"] = state_to_record(client.model.state_dict())
     context.state["client-opt"] = optimizer_to_record(client.optimizer)
     context.state["aux"] = state_to_record(_aux_of(client).state_dict())
+    if client.aux_optimizer is not None:  # CSE-FSL trains the aux locally with Adam
+        context.state["aux-opt"] = optimizer_to_record(client.aux_optimizer)
 
 
 def _receive(message: Message, client: Client) -> int:
@@ -80,6 +84,9 @@ def make_client_app(config: FlowerConfig | None = None) -> ClientApp:
     ``train.fslsage``
         Loads the global model / aligned aux when sent, runs :meth:`Client.local_round`
         (FSL-SAGE) and replies the local model and the smashed batches for the lazy S-server.
+    ``train.csefsl``
+        Loads the global model and the averaged aux, runs CSE-FSL's local round and replies the
+        local model, the local aux and the smashed batches.
     ``evaluate``
         Loads the final client and server models and replies the accuracy on local data.
     """
@@ -98,24 +105,29 @@ def make_client_app(config: FlowerConfig | None = None) -> ClientApp:
         content = RecordDict({"smashed": batches_to_record([batch]), "info": _info(client)})
         return Message(content, reply_to=message)
 
-    @app.train("fslsage")
-    def train(message: Message, context: Context) -> Message:
+    def train(message: Message, context: Context, algorithm: str) -> Message:
         cfg = cfg_of(context)
         client = client_from_context(context, cfg)
         t = _receive(message, client)
         skip_first = bool(message.content.config_records["config"]["skip-first"])
-        sent = client.local_round(
-            t, "fsl_sage", server_update_interval=cfg.q, skip_first=skip_first
-        )
+        sent = client.local_round(t, algorithm, server_update_interval=cfg.q, skip_first=skip_first)
         _save(context, client)
-        content = RecordDict(
-            {
-                "client-model": state_to_record(client.model.state_dict()),
-                "smashed": batches_to_record(sent),
-                "info": _info(client),
-            }
-        )
-        return Message(content, reply_to=message)
+        records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {
+            "client-model": state_to_record(client.model.state_dict()),
+            "smashed": batches_to_record(sent),
+            "info": _info(client),
+        }
+        if algorithm == "cse_fsl":
+            records["aux"] = state_to_record(_aux_of(client).state_dict())
+        return Message(RecordDict(records), reply_to=message)
+
+    @app.train("fslsage")
+    def train_fsl_sage(message: Message, context: Context) -> Message:
+        return train(message, context, "fsl_sage")
+
+    @app.train("csefsl")
+    def train_cse_fsl(message: Message, context: Context) -> Message:
+        return train(message, context, "cse_fsl")
 
     @app.evaluate()
     def evaluate(message: Message, context: Context) -> Message:

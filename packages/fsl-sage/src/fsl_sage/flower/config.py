@@ -6,7 +6,9 @@ pyproject); every field has the official default unless noted (spec Sec. 2).
 
 from __future__ import annotations
 
+import importlib
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 
@@ -15,12 +17,37 @@ import torch
 
 from icml25_core import check_choice, check_scalar
 
-from ..algorithms import Algorithm, fsl_sage
+from ..algorithms import Algorithm, cse_fsl, fsl_sage
 from ..data import load_digits, load_fashion_mnist
 from ..models import SplitSpec, simple_conv_split
 from ..partition import dirichlet_equal_split
 
-__all__ = ["FlowerConfig", "build_split", "load_partition", "load_test"]
+__all__ = ["FlowerConfig", "build_split", "load_partition", "load_test", "resolve"]
+
+#: Algorithms the Flower apps run (SplitFed needs the server in every iteration: in-process
+#: :class:`fsl_sage.Simulation` only).
+FLOWER_ALGORITHMS = ("fsl_sage", "cse_fsl")
+
+
+def resolve(reference: str, name: str) -> Callable:
+    """The callable that ``"package.module:function"`` names (imported now).
+
+    Raises
+    ------
+    ValueError
+        If `reference` is not ``module:attribute``, or the module or attribute does not exist
+        (the message names the run-config key `name`).
+    """
+    module, sep, attr = reference.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"`{name}` must look like 'package.module:function', got {reference!r}")
+    try:
+        target = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"`{name}` {reference!r} cannot be loaded: {err}") from err
+    if not callable(target):
+        raise ValueError(f"`{name}` {reference!r} is not callable")
+    return target
 
 
 @dataclass(frozen=True)
@@ -52,6 +79,22 @@ class FlowerConfig:
     result_path : str
         If not empty, the ServerApp writes its per-round history, bytes and client metrics
         there as JSON (chosen here, for runs on the deployment engine).
+    algorithm_name : {"fsl_sage", "cse_fsl"}
+        What the apps run (run-config key ``algorithm``; default FSL-SAGE).
+    split : str
+        ``"package.module:function"``: a factory ``() -> SplitSpec`` of your own model, called
+        after ``torch.manual_seed(seed)`` on every node ("" = ``simple_conv`` for `dataset`).
+    data : str
+        ``"package.module:function"``: ``(partition_id, num_partitions) -> (x, y)``, your own
+        client data ("" = `dataset`, split as above).
+    test_data : str
+        ``"package.module:function"``: ``() -> (x, y)`` for the server's accuracy ("" =
+        `dataset`'s test images, `num_test` of them).
+    fraction_train : float
+        Share of the clients sampled each round, in ``(0, 1]`` (at least one).
+    min_replies : int
+        Fewest successful replies a round needs; failed or missing ClientApps are left out of
+        the round (with a warning) as long as this many answered.
     """
 
     dataset: str = "fashion-mnist"
@@ -72,6 +115,12 @@ class FlowerConfig:
     seed: int = 200
     num_test: int = 2000
     result_path: str = ""
+    algorithm_name: str = "fsl_sage"
+    split: str = ""
+    data: str = ""
+    test_data: str = ""
+    fraction_train: float = 1.0
+    min_replies: int = 1
 
     def __post_init__(self):
         check_choice(self.dataset, "dataset", ("fashion-mnist", "digits"))
@@ -82,6 +131,15 @@ class FlowerConfig:
         check_scalar(self.alpha, "alpha", low=0.0, high=math.inf, inclusive="neither")
         check_scalar(self.lr, "lr", low=0.0, high=math.inf, inclusive="neither")
         check_scalar(self.weight_decay, "weight_decay", low=0.0, high=math.inf, inclusive="left")
+        check_choice(self.algorithm_name, "algorithm", FLOWER_ALGORITHMS)
+        check_scalar(self.fraction_train, "fraction_train", low=0.0, high=1.0, inclusive="right")
+        check_scalar(self.min_replies, "min_replies", kind=int, low=1, high=self.num_clients)
+        for name in ("split", "data", "test_data"):
+            reference = getattr(self, name)
+            if reference and ":" not in reference:
+                raise ValueError(
+                    f"`{name}` must look like 'package.module:function', got {reference!r}"
+                )
         self.algorithm()  # validates q, l, M and the alignment settings
         self.width_pair()
 
@@ -96,7 +154,9 @@ class FlowerConfig:
         return pair
 
     def algorithm(self) -> Algorithm:
-        """The :func:`fsl_sage.fsl_sage` configuration of this run."""
+        """The :class:`~fsl_sage.Algorithm` of this run (FSL-SAGE or CSE-FSL)."""
+        if self.algorithm_name == "cse_fsl":
+            return cse_fsl(self.q)
         return fsl_sage(
             self.q, self.l, self.buffer_size, align_epochs=self.align_epochs,
             align_batch_size=self.align_batch_size, align=self.align,
@@ -110,6 +170,7 @@ class FlowerConfig:
         names = {f.name for f in fields(cls)}
         for key, value in dict(run_config or {}).items():
             name = key.replace("-", "_")
+            name = "algorithm_name" if name == "algorithm" else name
             if name not in names:
                 raise ValueError(f"unknown run-config key {key!r}; known: {sorted(names)}")
             values[name] = value
@@ -121,9 +182,21 @@ def _image_size(cfg: FlowerConfig) -> int:
 
 
 def build_split(cfg: FlowerConfig) -> SplitSpec:
-    """``simple_conv_split`` of the run, initialised from ``torch.manual_seed(cfg.seed)``."""
+    """The run's split model, initialised from ``torch.manual_seed(cfg.seed)``: the user's
+    ``cfg.split`` factory, else ``simple_conv_split`` for the dataset.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``cfg.split`` cannot be loaded or does not return a ``SplitSpec``.
+    """
     torch.manual_seed(cfg.seed)
-    return simple_conv_split(1, 10, _image_size(cfg), cfg.width_pair())
+    if not cfg.split:
+        return simple_conv_split(1, 10, _image_size(cfg), cfg.width_pair())
+    split = resolve(cfg.split, "split")()
+    if not isinstance(split, SplitSpec):
+        raise TypeError(f"`split` {cfg.split!r} returned {type(split).__name__}, not a SplitSpec")
+    return split
 
 
 @lru_cache(maxsize=4)
@@ -156,13 +229,18 @@ def load_partition(cfg: FlowerConfig, partition_id: int, num_partitions: int):
     """
     check_scalar(num_partitions, "num_partitions", kind=int, low=1)
     check_scalar(partition_id, "partition_id", kind=int, low=0, high=num_partitions - 1)
+    if cfg.data:
+        return resolve(cfg.data, "data")(partition_id, num_partitions)
     x, y = _train_pool(cfg.dataset)
     idx = torch.from_numpy(_partition_indices(cfg, num_partitions)[partition_id])
     return x[idx], y[idx]
 
 
 def load_test(cfg: FlowerConfig):
-    """The server's test data (``cfg.num_test`` samples), or ``None`` when ``num_test == 0``."""
+    """The server's test data (``cfg.test_data``'s, else ``cfg.num_test`` samples of the
+    dataset), or ``None`` when ``num_test == 0``."""
+    if cfg.test_data:
+        return resolve(cfg.test_data, "test_data")()
     if cfg.num_test == 0:
         return None
     if cfg.dataset == "fashion-mnist":

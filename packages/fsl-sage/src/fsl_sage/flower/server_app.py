@@ -1,17 +1,20 @@
 """The FSL-SAGE ServerApp: S-server and F-server behind one ``@app.main()`` loop.
 
-Protocol per round ``t`` (the "round" schedule of :mod:`fsl_sage.simulate`):
+Protocol per round ``t`` (the "round" schedule of :mod:`fsl_sage.simulate`), over the clients
+sampled for the round (``fraction_train``):
 
-1. alignment round (``t % l == 0``): ``query.probe`` to every node with the global client model;
+1. FSL-SAGE alignment round (``t % l == 0``): ``query.probe`` with the global client model;
    each reply's iteration-0 smashed batch is consumed by the S-server (client order), which then
    aligns that client's aux model;
-2. ``train.fslsage`` with the global client model (unless sent in the probe) and, at alignment
-   rounds, the aligned aux; replies carry the local client model and the other smashed batches,
-   consumed by the lazy S-server in client order;
-3. the F-server averages the client models (weights ``n_i / n``).
+2. ``train.<algorithm>`` with the global client model (unless sent in the probe) and the
+   aligned aux (FSL-SAGE) or the averaged aux (CSE-FSL); replies carry the local client model
+   (and aux, CSE-FSL) and the smashed batches, consumed by the lazy S-server in client order;
+3. the F-server averages the client models (and CSE-FSL's aux models) with weights ``n_i / n``.
 
-After the last round, ``evaluate`` sends the final client and server models for accuracy on each
-client's data. Bytes are counted from the arrays sent (:class:`fsl_sage.CommMeter`).
+A ClientApp that fails or does not answer is left out of the round with a warning, as long as
+``min_replies`` answered. After the last round, ``evaluate`` sends the final client and server
+models for accuracy on each client's data. Bytes are counted from the arrays sent
+(:class:`fsl_sage.CommMeter`).
 
 The module belongs to the extra ``[flower]`` (``optional-modules`` of the card): without flwr,
 importing it raises an ImportError naming ``pip install 'fsl-sage[flower]'``.
@@ -20,10 +23,13 @@ importing it raises an ImportError naming ``pip install 'fsl-sage[flower]'``.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
+from logging import WARNING
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from icml25_core.extras import requires_extra
@@ -44,6 +50,7 @@ from .records import (
 
 with requires_extra("fsl-sage", "flower"):
     from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+    from flwr.common.logger import log
     from flwr.serverapp import Grid, ServerApp
 
 __all__ = ["app", "make_server_app"]
@@ -60,16 +67,37 @@ def _wait_for_nodes(grid: Grid, count: int, timeout: float = 120.0) -> list[int]
         time.sleep(0.5)
 
 
-def _exchange(grid: Grid, messages: list[Message]) -> list[Message]:
+def _exchange(grid: Grid, messages: list[Message], min_replies: int) -> list[Message]:
+    """Send, wait, and keep the successful replies in client order; failed or missing ones are
+    logged and left out.
+
+    Raises
+    ------
+    RuntimeError
+        If fewer than `min_replies` (or, with fewer messages, all of them) succeeded.
+    """
     replies = list(grid.send_and_receive(messages))
+    ok = [r for r in replies if not r.has_error()]
     for reply in replies:
         if reply.has_error():
-            raise RuntimeError(f"a ClientApp failed: {reply.error.reason}")
-    if len(replies) != len(messages):
-        raise RuntimeError(f"{len(messages) - len(replies)} ClientApp replies missing")
-    return sorted(
-        replies, key=lambda r: config_int(r.content.config_records["info"], "partition-id")
-    )
+            log(WARNING, "fsl-sage: a ClientApp failed and is left out: %s", reply.error.reason)
+    if len(replies) < len(messages):
+        log(WARNING, "fsl-sage: %d ClientApp replies missing", len(messages) - len(replies))
+    if len(ok) < min(min_replies, len(messages)):
+        raise RuntimeError(
+            f"only {len(ok)} of {len(messages)} ClientApps answered, fewer than `min_replies` = "
+            f"{min_replies}"
+        )
+    return sorted(ok, key=lambda r: config_int(r.content.config_records["info"], "partition-id"))
+
+
+def _sample(nodes: list[int], cfg: FlowerConfig, t: int) -> list[int]:
+    """``ceil(fraction_train * N)`` nodes of round `t`, drawn from ``(seed, t)``."""
+    k = max(1, math.ceil(cfg.fraction_train * len(nodes)))
+    if k >= len(nodes):
+        return list(nodes)
+    picked = np.random.default_rng([cfg.seed, t]).choice(len(nodes), k, replace=False)
+    return [nodes[i] for i in sorted(picked)]
 
 
 def _consume(server: SServer, meter: CommMeter, reply: Message, t: int) -> list:
@@ -102,6 +130,10 @@ def make_server_app(
         split = build_split(cfg)
         torch.manual_seed(cfg.seed)  # aux initialisation as in fsl_sage.Simulation
         server_aux = [split.aux_factory() for _ in range(cfg.num_clients)]
+        # CSE-FSL: one shared aux, the average of the initial ones (as fsl_sage.Simulation)
+        shared_aux = FServer.aggregate(
+            [a.state_dict() for a in server_aux], [1.0] * len(server_aux)
+        )
         server = SServer(
             split.server, lr=cfg.lr, weight_decay=cfg.weight_decay, buffer_size=cfg.buffer_size
         )
@@ -113,19 +145,21 @@ def make_server_app(
         for t in range(cfg.rounds):
             aligning = alg.is_align_round(t)
             model_rec = state_to_record(global_state)
-            aligned = []
+            sampled = _sample(nodes, cfg, t)
+            aligned, probed = [], set()
             if aligning:
                 msgs = []
-                for node in nodes:
+                for node in sampled:
                     content = RecordDict(
                         {"client-model": model_rec, "config": ConfigRecord({"round": t})}
                     )
                     meter.add("client_model", "down", record_nbytes(model_rec))
                     msgs.append(Message(content, node, "query.probe", group_id=str(t)))
-                for reply in _exchange(grid, msgs):
+                for reply in _exchange(grid, msgs, cfg.min_replies):
                     node_of[config_int(reply.content.config_records["info"], "partition-id")] = (
                         reply.metadata.src_node_id
                     )
+                    probed.add(reply.metadata.src_node_id)
                     for batch in _consume(server, meter, reply, t):
                         server.step(batch, t)
                         aligned.append(
@@ -140,11 +174,11 @@ def make_server_app(
                             )
                         )
             msgs = []
-            for node in nodes:
+            for node in sampled:
                 records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {
-                    "config": ConfigRecord({"round": t, "skip-first": aligning})
+                    "config": ConfigRecord({"round": t, "skip-first": node in probed})
                 }
-                if aligning:
+                if node in probed:  # the probe carried the global model; send the aligned aux
                     pid = next(p for p, n in node_of.items() if n == node)
                     aux_rec = state_to_record(server_aux[pid].state_dict())
                     records["aux"] = aux_rec
@@ -152,9 +186,14 @@ def make_server_app(
                 else:
                     records["client-model"] = model_rec
                     meter.add("client_model", "down", record_nbytes(model_rec))
-                msgs.append(Message(RecordDict(records), node, "train.fslsage", group_id=str(t)))
-            replies = _exchange(grid, msgs)
-            states, weights = [], []
+                if alg.name == "cse_fsl":
+                    aux_rec = state_to_record(shared_aux)
+                    records["aux"] = aux_rec
+                    meter.add("aux_model", "down", record_nbytes(aux_rec))
+                kind = "train." + alg.name.replace("_", "")
+                msgs.append(Message(RecordDict(records), node, kind, group_id=str(t)))
+            replies = _exchange(grid, msgs, cfg.min_replies)
+            states, weights, auxes = [], [], []
             for reply in replies:
                 info = reply.content.config_records["info"]
                 node_of[config_int(info, "partition-id")] = reply.metadata.src_node_id
@@ -162,10 +201,16 @@ def make_server_app(
                 meter.add("client_model", "up", record_nbytes(rec))
                 states.append(state_from_record(rec))
                 weights.append(config_float(info, "num-examples"))
+                if alg.name == "cse_fsl":
+                    aux_rec = reply.content.array_records["aux"]
+                    meter.add("aux_model", "up", record_nbytes(aux_rec))
+                    auxes.append(state_from_record(aux_rec))
             for reply in replies:  # the lazy S-server, in client order
                 for batch in _consume(server, meter, reply, t):
                     server.step(batch, t)
             global_state = FServer.aggregate(states, weights)
+            if auxes:
+                shared_aux = FServer.aggregate(auxes, weights)
             accuracy = None
             if test is not None:
                 split.client.load_state_dict(global_state)
@@ -188,7 +233,7 @@ def make_server_app(
             }
         )
         msgs = [Message(final, node, "evaluate", group_id="final") for node in nodes]
-        for reply in _exchange(grid, msgs):
+        for reply in _exchange(grid, msgs, cfg.min_replies):
             metrics.append(dict(reply.content.metric_records["metrics"]))
         if cfg.result_path:
             summary = {

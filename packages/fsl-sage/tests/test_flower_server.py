@@ -1,0 +1,200 @@
+"""Issue 34: the ServerApp's loop driven in-process (a Grid that hands each message to the
+ClientApp, no Ray): FSL-SAGE and CSE-FSL equal the in-process "round" schedule, a user's own
+split model and data load from ``module:function`` references, clients are sampled each round,
+and a failing ClientApp is left out of the round."""
+
+import textwrap
+
+import pytest
+import torch
+from flwr.app import Context, Error, Message, RecordDict
+from fsl_sage import Simulation
+from fsl_sage.flower import FlowerConfig, build_split, load_partition
+from fsl_sage.flower.client_app import make_client_app
+from fsl_sage.flower.config import load_test
+from fsl_sage.flower.server_app import make_server_app
+
+BASE = dict(
+    dataset="digits", num_clients=2, per_client=120, widths="4,8", rounds=2, batch_size=16,
+    q=2, l=1, buffer_size=60, align_epochs=3, align_batch_size=30, num_test=300,
+)  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def task_identity():
+    """Server-side messages read the task's run id, which Flower's runtimes set."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    saved = TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 0
+    yield
+    TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
+
+
+class LoopbackGrid:
+    """The part of ``flwr.serverapp.Grid`` the ServerApp uses; node ``100 + i`` hosts
+    partition ``i``. `fail` names nodes whose ClientApp raises (Flower then replies an error)."""
+
+    def __init__(self, cfg, fail=()):
+        self.app = make_client_app(cfg)
+        self.contexts = {
+            100 + i: Context(run_id=1, node_id=100 + i, state=RecordDict(), run_config={},
+                             node_config={"partition-id": i, "num-partitions": cfg.num_clients})
+            for i in range(cfg.num_clients)
+        }  # fmt: skip
+        self.fail, self.sent = set(fail), []
+
+    def get_node_ids(self):
+        return list(self.contexts)
+
+    def send_and_receive(self, messages, timeout=None):
+        replies = []
+        for msg in messages:
+            node = msg.metadata.dst_node_id
+            self.sent.append((msg.metadata.message_type, node))
+            if node in self.fail:
+                replies.append(Message(Error(0, "ClientApp raised"), reply_to=msg))
+                continue
+            replies.append(self.app(msg, self.contexts[node]))
+        return replies
+
+
+def _run(cfg, grid=None):
+    result = {}
+    grid = grid or LoopbackGrid(cfg)
+    ctx = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={})
+    make_server_app(cfg, on_finish=result.update)(grid, ctx)
+    return result, grid
+
+
+def _simulation(cfg):
+    parts = [load_partition(cfg, i, cfg.num_clients) for i in range(cfg.num_clients)]
+    sim = Simulation(
+        build_split(cfg), parts, cfg.algorithm(), schedule="round", batch_size=cfg.batch_size,
+        lr=cfg.lr, weight_decay=cfg.weight_decay, seed=cfg.seed, test=load_test(cfg),
+    )  # fmt: skip
+    for _ in range(cfg.rounds):
+        sim.run_round()
+    return sim
+
+
+def _assert_equal(result, sim):
+    for key, value in sim.clients[0].model.state_dict().items():
+        torch.testing.assert_close(result["client_model"][key], value, atol=1e-6, rtol=0)
+    for key, value in sim.server.model.state_dict().items():
+        torch.testing.assert_close(result["server_model"][key], value, atol=1e-6, rtol=0)
+    accs = [r["accuracy"] for r in result["history"]]
+    assert accs == pytest.approx(sim.history.accuracy, abs=1e-6)
+    assert result["official_bytes"] == sim.meter.official_total()
+
+
+@pytest.mark.parametrize("algorithm", ["fsl_sage", "cse_fsl"])
+def test_server_loop_equals_the_round_schedule(algorithm):
+    cfg = FlowerConfig(**BASE, algorithm_name=algorithm)
+    result, grid = _run(cfg)
+    _assert_equal(result, _simulation(cfg))
+    kinds = {kind for kind, _ in grid.sent}
+    assert f"train.{algorithm.replace('_', '')}" in kinds
+    assert ("query.probe" in kinds) == (algorithm == "fsl_sage")
+
+
+USER_MODULE = """
+import torch
+from sklearn.datasets import load_digits
+from torch import nn
+from fsl_sage import SplitSpec
+
+def make_split():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10),
+                          nn.LogSoftmax(dim=1))
+    return SplitSpec.from_sequential(model, 3, torch.zeros(1, 64), 10)
+
+def _all():
+    x, y = load_digits(return_X_y=True)
+    return torch.tensor(x / 16.0, dtype=torch.float32), torch.tensor(y)
+
+def partition(partition_id, num_partitions):
+    x, y = _all()
+    keep = (y % num_partitions) == partition_id  # the user's own split: by label
+    return x[keep][:150], y[keep][:150]
+
+def test():
+    x, y = _all()
+    return x[-300:], y[-300:]
+"""
+
+
+def test_user_split_and_data_by_reference(tmp_path, monkeypatch):
+    (tmp_path / "user_fsl.py").write_text(textwrap.dedent(USER_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    refs = dict(split="user_fsl:make_split", data="user_fsl:partition", test_data="user_fsl:test")
+    cfg = FlowerConfig(**BASE, **refs)
+    result, _ = _run(cfg)
+    assert set(result["client_model"]) == {"1.weight", "1.bias"}  # the user's client part
+    _assert_equal(result, _simulation(cfg))
+
+
+def test_clients_are_sampled_each_round():
+    cfg = FlowerConfig(**{**BASE, "num_clients": 4, "per_client": 60, "rounds": 3, "l": 2},
+                       fraction_train=0.5)  # fmt: skip
+    _, grid = _run(cfg)
+    per_round = [node for kind, node in grid.sent if kind.startswith("train.")]
+    assert len(per_round) == 3 * 2  # ceil(0.5 x 4) each round
+    assert len({tuple(per_round[i : i + 2]) for i in (0, 2, 4)}) > 1  # not always the same
+
+
+def test_a_failing_client_is_left_out_unless_too_few_answer(caplog):
+    cfg = FlowerConfig(**{**BASE, "num_clients": 3, "per_client": 60})
+    result, _ = _run(cfg, LoopbackGrid(cfg, fail={101}))
+    assert len(result["client_metrics"]) == 2
+    assert "left out" in caplog.text
+    strict = FlowerConfig(**{**BASE, "num_clients": 3, "per_client": 60}, min_replies=3)
+    with pytest.raises(RuntimeError, match="min_replies"):
+        _run(strict, LoopbackGrid(strict, fail={101}))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"algorithm_name": "splitfed_v2"}, ValueError, "algorithm"),
+        ({"split": "nocolon"}, ValueError, "split"),
+        ({"fraction_train": 0.0}, ValueError, "fraction_train"),
+        ({"min_replies": 3}, ValueError, "min_replies"),
+    ],
+)
+def test_flower_config_rejects_bad_new_fields(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        FlowerConfig(**BASE, **kwargs)
+
+
+def test_unloadable_references_name_the_key():
+    cfg = FlowerConfig(**BASE, split="no_such_module_xyz:make")
+    with pytest.raises(ValueError, match=r"`split`.*cannot be loaded"):
+        build_split(cfg)
+    cfg = FlowerConfig(**BASE, split="fsl_sage.models:SplitSpec.nope")
+    with pytest.raises(ValueError, match="`split`"):
+        build_split(cfg)
+
+
+@pytest.mark.slow
+def test_user_split_with_cse_fsl_on_the_ray_simulation_engine(tmp_path, monkeypatch):
+    """A user's model, data split and CSE-FSL on Flower's simulation engine (Ray, 2
+    SuperNodes): the Ray workers import the user's module by name, as a deployment would."""
+    import json
+    import os
+    import sys
+
+    from icml25_core import process_group
+
+    (tmp_path / "user_fsl.py").write_text(textwrap.dedent(USER_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = FlowerConfig(**BASE, algorithm_name="cse_fsl", split="user_fsl:make_split",
+                       data="user_fsl:partition", test_data="user_fsl:test")  # fmt: skip
+    out = tmp_path / "result.pt"
+    fields = {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "RAY_DEDUP_LOGS": "0", "PYTHONPATH": path}
+    cmd = [sys.executable, "-m", "fsl_sage.flower.simulation", json.dumps(fields), str(out)]
+    with process_group(cmd, env=env, log=tmp_path / "sim.log") as proc:
+        assert proc.wait(timeout=420) == 0, (tmp_path / "sim.log").read_text()[-3000:]
+    _assert_equal(torch.load(out, weights_only=False), _simulation(cfg))
