@@ -222,3 +222,32 @@ def test_fsl_sage_client_step_is_the_gradient_of_the_mean_aux_loss():
         optimizer.step()
     for ours, theirs in zip(client.model.parameters(), manual.parameters(), strict=True):
         torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
+def test_splitfed_split_at_the_round_trip_equals_local_round():
+    """Issue 34 (SplitFed on Flower): forward in one message, backward in the next, with the
+    buffers (BatchNorm) and RNG (dropout) restored for the recomputed forward, leaves client and
+    server bitwise where ``local_round("splitfed")`` does."""
+    import copy
+
+    from fsl_sage import SServer
+
+    torch.manual_seed(0)
+    x, y = torch.randn(20, 3), torch.randint(0, 4, (20,))
+    net = nn.Sequential(nn.Linear(3, 5), nn.BatchNorm1d(5), nn.Dropout(0.3), nn.ReLU())
+    head = nn.Sequential(nn.Linear(5, 4), nn.LogSoftmax(dim=1))
+    ours = Client(0, copy.deepcopy(net), x, y, batch_size=7)
+    ref = Client(0, copy.deepcopy(net), x, y, batch_size=7)
+    server_ours, server_ref = SServer(copy.deepcopy(head)), SServer(copy.deepcopy(head))
+    torch.manual_seed(5)
+    ref.local_round(0, "splitfed", exchange=lambda b: server_ref.split_step(b, 0))
+    torch.manual_seed(5)
+    for j in range(len(ours.batches(0))):
+        batch, snapshot = ours.splitfed_forward(0, j)
+        torch.manual_seed(99)  # whatever happens between the two messages
+        ours.splitfed_backward(0, j, server_ours.split_step(batch, 0), snapshot)
+    for a, b in ((ours.model, ref.model), (server_ours.model, server_ref.model)):
+        for (ka, va), (_, vb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+            assert torch.equal(va, vb), ka
+    with pytest.raises(ValueError, match="iteration"):
+        ours.splitfed_forward(0, 3)

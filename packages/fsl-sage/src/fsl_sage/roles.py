@@ -11,6 +11,7 @@ import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -171,6 +172,66 @@ class Client:
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + round * 10_007 + self.client_id)
         order = torch.randperm(self.num_samples, generator=gen)
         return list(order.split(self.batch_size))
+
+    def splitfed_forward(self, round: int, iteration: int) -> tuple[SmashedBatch, dict[str, Any]]:
+        """Iteration `iteration` of a SplitFed round, split at the server round trip: the
+        smashed batch to send, and the snapshot :meth:`splitfed_backward` needs.
+
+        Used where the server's cut gradient comes in a later message (Flower): the forward
+        runs as in :meth:`local_round` (train mode, BatchNorm statistics updated), without a
+        graph; the snapshot holds the floating buffers and the RNG state from before it.
+
+        Raises
+        ------
+        ValueError
+            If `iteration` is not in ``[0, len(batches(round)))``.
+        FloatingPointError
+            If the smashed data holds NaN or inf.
+        """
+        idx = self._iteration_batch(round, iteration)
+        snapshot = {
+            "buffers": {k: v.detach().clone() for k, v in self.model.named_buffers()},
+            "rng": torch.get_rng_state(),
+        }
+        self.model.train()
+        with torch.no_grad():
+            z = self.model(self.x[idx])
+        _check_finite(z, self.client_id, round)
+        return SmashedBatch(self.client_id, iteration, z.detach().clone(), self.y[idx].clone()), (
+            snapshot
+        )
+
+    def splitfed_backward(
+        self, round: int, iteration: int, grad: torch.Tensor, snapshot: dict
+    ) -> None:
+        """Finish iteration `iteration`: restore the buffers and RNG of `snapshot`, recompute
+        the forward with a graph, ``z.backward(grad)`` and step; the client then is exactly
+        where :meth:`local_round` ("splitfed") leaves it after that iteration.
+
+        Raises
+        ------
+        ValueError
+            If `iteration` is out of range or `grad` does not have the smashed data's shape.
+        """
+        idx = self._iteration_batch(round, iteration)
+        with torch.no_grad():
+            for name, buf in self.model.named_buffers():
+                buf.copy_(snapshot["buffers"][name])
+        torch.set_rng_state(snapshot["rng"])
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        z = self.model(self.x[idx])
+        check_tensor(grad, "grad", dtype=(torch.float32, torch.float64))
+        if grad.shape != z.shape:
+            raise ValueError(f"`grad` must have the shape of z {tuple(z.shape)}, got "
+                             f"{tuple(grad.shape)}")  # fmt: skip
+        z.backward(grad.to(z.dtype))
+        self.optimizer.step()
+
+    def _iteration_batch(self, round: int, iteration: int) -> torch.Tensor:
+        batches = self.batches(round)
+        check_scalar(iteration, "iteration", kind=int, low=0, high=len(batches) - 1)
+        return batches[iteration]
 
     def probe(self, round: int) -> SmashedBatch:
         """Smashed data of iteration 0 of ``round``, computed without changing any state.

@@ -37,8 +37,9 @@ def client_from_context(context: Context, cfg: FlowerConfig) -> Client:
     n = int(context.node_config["num-partitions"])
     split = build_split(cfg)
     x, y = load_partition(cfg, pid, n)
+    aux = split.aux_factory() if cfg.algorithm().uses_aux else None
     client = Client(
-        pid, split.client, x, y, aux=split.aux_factory(), batch_size=cfg.batch_size,
+        pid, split.client, x, y, aux=aux, batch_size=cfg.batch_size,
         lr=cfg.lr, weight_decay=cfg.weight_decay, seed=cfg.seed,
     )  # fmt: skip
     state = context.state
@@ -48,15 +49,16 @@ def client_from_context(context: Context, cfg: FlowerConfig) -> Client:
         optimizer_from_record(client.optimizer, state.array_records["client-opt"])
     if "aux-opt" in state.array_records and client.aux_optimizer is not None:
         optimizer_from_record(client.aux_optimizer, state.array_records["aux-opt"])
-    if "aux" in state.array_records:
-        _aux_of(client).load_state_dict(state_from_record(state.array_records["aux"]))
+    if "aux" in state.array_records and aux is not None:
+        aux.load_state_dict(state_from_record(state.array_records["aux"]))
     return client
 
 
 def _save(context: Context, client: Client) -> None:
     context.state["client-model"] = state_to_record(client.model.state_dict())
     context.state["client-opt"] = optimizer_to_record(client.optimizer)
-    context.state["aux"] = state_to_record(_aux_of(client).state_dict())
+    if client.aux is not None:
+        context.state["aux"] = state_to_record(client.aux.state_dict())
     if client.aux_optimizer is not None:  # CSE-FSL trains the aux locally with Adam
         context.state["aux-opt"] = optimizer_to_record(client.aux_optimizer)
 
@@ -87,6 +89,10 @@ def make_client_app(config: FlowerConfig | None = None) -> ClientApp:
     ``train.csefsl``
         Loads the global model and the averaged aux, runs CSE-FSL's local round and replies the
         local model, the local aux and the smashed batches.
+    ``train.splitfed``
+        One SplitFed iteration per message: applies the cut gradient of the previous iteration
+        (:meth:`Client.splitfed_backward`, buffers and RNG restored from ``context.state``) and
+        replies the next smashed batch, or, after the last, the local model.
     ``evaluate``
         Loads the final client and server models and replies the accuracy on local data.
     """
@@ -128,6 +134,31 @@ def make_client_app(config: FlowerConfig | None = None) -> ClientApp:
     @app.train("csefsl")
     def train_cse_fsl(message: Message, context: Context) -> Message:
         return train(message, context, "cse_fsl")
+
+    @app.train("splitfed")
+    def train_splitfed(message: Message, context: Context) -> Message:
+        cfg = cfg_of(context)
+        client = client_from_context(context, cfg)
+        t = _receive(message, client)
+        iteration = config_int(message.content.config_records["config"], "iteration")
+        if iteration > 0:
+            grad = state_from_record(message.content.array_records["gradient"])["g"]
+            arrays = context.state.array_records
+            restored = {
+                "buffers": state_from_record(arrays["splitfed-buffers"]),
+                "rng": state_from_record(arrays["splitfed-rng"])["rng"],
+            }
+            client.splitfed_backward(t, iteration - 1, grad, restored)
+        records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {"info": _info(client)}
+        if iteration < len(client.batches(t)):
+            batch, saved = client.splitfed_forward(t, iteration)
+            context.state["splitfed-buffers"] = state_to_record(saved["buffers"])
+            context.state["splitfed-rng"] = state_to_record({"rng": saved["rng"]})
+            records["smashed"] = batches_to_record([batch])
+        else:
+            records["client-model"] = state_to_record(client.model.state_dict())
+        _save(context, client)
+        return Message(RecordDict(records), reply_to=message)
 
     @app.evaluate()
     def evaluate(message: Message, context: Context) -> Message:

@@ -17,16 +17,15 @@ import torch
 
 from icml25_core import check_choice, check_scalar
 
-from ..algorithms import Algorithm, cse_fsl, fsl_sage
+from ..algorithms import Algorithm, cse_fsl, fsl_sage, splitfed_v1, splitfed_v2
 from ..data import load_digits, load_fashion_mnist
 from ..models import SplitSpec, simple_conv_split
 from ..partition import dirichlet_equal_split
 
 __all__ = ["FlowerConfig", "build_split", "load_partition", "load_test", "resolve"]
 
-#: Algorithms the Flower apps run (SplitFed needs the server in every iteration: in-process
-#: :class:`fsl_sage.Simulation` only).
-FLOWER_ALGORITHMS = ("fsl_sage", "cse_fsl")
+#: Algorithms the Flower apps run (FedAvg: use Flower's own FedAvg strategy).
+FLOWER_ALGORITHMS = ("fsl_sage", "cse_fsl", "splitfed_v1", "splitfed_v2")
 
 
 def resolve(reference: str, name: str) -> Callable:
@@ -79,8 +78,9 @@ class FlowerConfig:
     result_path : str
         If not empty, the ServerApp writes its per-round history, bytes and client metrics
         there as JSON (chosen here, for runs on the deployment engine).
-    algorithm_name : {"fsl_sage", "cse_fsl"}
-        What the apps run (run-config key ``algorithm``; default FSL-SAGE).
+    algorithm_name : {"fsl_sage", "cse_fsl", "splitfed_v1", "splitfed_v2"}
+        What the apps run (run-config key ``algorithm``; default FSL-SAGE). SplitFed sends one
+        message per local iteration (the server's cut gradient is needed every step).
     split : str
         ``"package.module:function"``: a factory ``() -> SplitSpec`` of your own model, called
         after ``torch.manual_seed(seed)`` on every node ("" = ``simple_conv`` for `dataset`).
@@ -154,9 +154,13 @@ class FlowerConfig:
         return pair
 
     def algorithm(self) -> Algorithm:
-        """The :class:`~fsl_sage.Algorithm` of this run (FSL-SAGE or CSE-FSL)."""
+        """The :class:`~fsl_sage.Algorithm` of this run."""
         if self.algorithm_name == "cse_fsl":
             return cse_fsl(self.q)
+        if self.algorithm_name == "splitfed_v1":
+            return splitfed_v1()
+        if self.algorithm_name == "splitfed_v2":
+            return splitfed_v2()
         return fsl_sage(
             self.q, self.l, self.buffer_size, align_epochs=self.align_epochs,
             align_batch_size=self.align_batch_size, align=self.align,

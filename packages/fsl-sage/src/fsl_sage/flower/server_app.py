@@ -22,6 +22,7 @@ importing it raises an ImportError naming ``pip install 'fsl-sage[flower]'``.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -109,6 +110,70 @@ def _consume(server: SServer, meter: CommMeter, reply: Message, t: int) -> list:
     return batches_from_record(smashed, pid)
 
 
+def _record(t, split, global_state, server, test, meter, aligned) -> dict:
+    """The history entry of round `t` (accuracy of the global client + server model)."""
+    accuracy = None
+    if test is not None:
+        split.client.load_state_dict(global_state)
+        accuracy = accuracy_of(split.client, server.model, *test)
+    return {
+        "round": t,
+        "accuracy": accuracy,
+        "official_bytes": meter.official_total(),
+        "total_bytes": meter.total(),
+        "align": aligned,
+    }
+
+
+def _splitfed_round(grid, nodes, model_rec, server, replicas, meter, t, min_replies):
+    """SplitFed over Flower: the clients in turn, one ``train.splitfed`` message per local
+    iteration (it carries the cut gradient of the previous iteration and asks for the next
+    smashed batch); the last one returns the client model. A client that fails is left out.
+
+    Returns
+    -------
+    (states, weights, partition ids) of the clients that finished the round.
+    """
+    states, weights, pids = [], [], []
+    for node in nodes:
+        iteration, grad = 0, None
+        while True:
+            records: dict[str, ArrayRecord | MetricRecord | ConfigRecord] = {
+                "config": ConfigRecord({"round": t, "iteration": iteration})
+            }
+            if iteration == 0:
+                records["client-model"] = model_rec
+                meter.add("client_model", "down", record_nbytes(model_rec))
+            if grad is not None:
+                records["gradient"] = state_to_record({"g": grad})
+            msg = Message(RecordDict(records), node, "train.splitfed", group_id=str(t))
+            replies = _exchange(grid, [msg], 0)
+            if not replies:
+                break  # failed: left out of the round
+            reply = replies[0]
+            info = reply.content.config_records["info"]
+            pid = config_int(info, "partition-id")
+            if "smashed" in reply.content.array_records:
+                (batch,) = _consume(server, meter, reply, t)
+                target = replicas[pid] if replicas else server
+                grad = target.split_step(batch, t)
+                meter.add("gradients", "down", 4 * grad.numel())
+                iteration += 1
+                continue
+            rec = reply.content.array_records["client-model"]
+            meter.add("client_model", "up", record_nbytes(rec))
+            states.append(state_from_record(rec))
+            weights.append(config_float(info, "num-examples"))
+            pids.append(pid)
+            break
+    if len(states) < min(min_replies, len(nodes)):
+        raise RuntimeError(
+            f"only {len(states)} of {len(nodes)} ClientApps finished the SplitFed round, fewer "
+            f"than `min_replies` = {min_replies}"
+        )
+    return states, weights, pids
+
+
 def make_server_app(
     config: FlowerConfig | None = None, on_finish: Callable[[dict], None] | None = None
 ) -> ServerApp:
@@ -137,6 +202,11 @@ def make_server_app(
         server = SServer(
             split.server, lr=cfg.lr, weight_decay=cfg.weight_decay, buffer_size=cfg.buffer_size
         )
+        # SplitFed-v1 keeps one server replica per client, averaged each round
+        replicas = [
+            SServer(copy.deepcopy(split.server), lr=cfg.lr, weight_decay=cfg.weight_decay)
+            for _ in range(cfg.num_clients if alg.name == "splitfed_v1" else 0)
+        ]
         test = load_test(cfg)
         meter, history = CommMeter(), []
         nodes = _wait_for_nodes(grid, cfg.num_clients)
@@ -147,6 +217,17 @@ def make_server_app(
             model_rec = state_to_record(global_state)
             sampled = _sample(nodes, cfg, t)
             aligned, probed = [], set()
+            if alg.name.startswith("splitfed"):
+                states, weights, pids = _splitfed_round(
+                    grid, sampled, model_rec, server, replicas, meter, t, cfg.min_replies
+                )
+                global_state = FServer.aggregate(states, weights)
+                if replicas:  # every replica starts the next round from their average
+                    avg = FServer.aggregate([replicas[p].model.state_dict() for p in pids], weights)
+                    for replica in [*replicas, server]:
+                        replica.model.load_state_dict(copy.deepcopy(avg))
+                history.append(_record(t, split, global_state, server, test, meter, []))
+                continue
             if aligning:
                 msgs = []
                 for node in sampled:
@@ -211,19 +292,7 @@ def make_server_app(
             global_state = FServer.aggregate(states, weights)
             if auxes:
                 shared_aux = FServer.aggregate(auxes, weights)
-            accuracy = None
-            if test is not None:
-                split.client.load_state_dict(global_state)
-                accuracy = accuracy_of(split.client, server.model, *test)
-            history.append(
-                {
-                    "round": t,
-                    "accuracy": accuracy,
-                    "official_bytes": meter.official_total(),
-                    "total_bytes": meter.total(),
-                    "align": aligned,
-                }
-            )
+            history.append(_record(t, split, global_state, server, test, meter, aligned))
         metrics = []
         final = RecordDict(
             {
