@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="check_tensor tests need torch (not a core dependency)")
 
-from icml25_core import check_tensor  # noqa: E402 - after the importorskip above
+from icml25_core import check_device, check_tensor  # noqa: E402 - after the importorskip above
 
 
 def test_check_tensor_returns_tensor_unchanged():
@@ -83,3 +83,18 @@ def test_check_array_names_a_tensor_that_requires_grad():
 
     with pytest.raises(TypeError, match=r"^`X` cannot be converted to a numpy array"):
         check_array(torch.ones(2, requires_grad=True), "X")
+
+
+def test_check_device_defaults_to_the_module_then_cpu():
+    assert check_device(None) == torch.device("cpu")
+    assert check_device(None, module=torch.nn.Linear(2, 2).to("meta")) == torch.device("meta")
+    assert check_device(None, module=torch.nn.Flatten()) == torch.device("cpu")  # no tensors
+    assert check_device("cuda:1") == torch.device("cuda", 1)  # a name; no CUDA needed
+    assert check_device(torch.device("cpu"), module=torch.nn.Linear(1, 1).to("meta")).type == "cpu"
+
+
+@pytest.mark.parametrize(("device", "error", "match"), [("gpu", ValueError, "`dev` 'gpu'"),
+                                                        (0.5, TypeError, "`dev`")])  # fmt: skip
+def test_check_device_rejects_what_torch_cannot_name(device, error, match):
+    with pytest.raises(error, match=match):
+        check_device(device, "dev")

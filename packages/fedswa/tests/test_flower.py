@@ -12,19 +12,9 @@ from fedswa.flower.client import STATE_KEY
 from fedswa.simulate import ShuffledBatches, client_seed
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 
+pytestmark = pytest.mark.usefixtures("flower_task")  # Messages need a task identity
+
 NUM = 3
-
-
-@pytest.fixture(autouse=True)
-def task_identity():
-    """Messages read the run id of the process's task, which Flower's runtimes set; set it here
-    as a ServerApp process would have it."""
-    from flwr.supercore.task_identity import TaskIdentity
-
-    saved = TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id
-    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 0
-    yield
-    TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
 
 
 torch.manual_seed(0)

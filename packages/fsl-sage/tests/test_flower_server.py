@@ -14,21 +14,12 @@ from fsl_sage.flower.client_app import make_client_app
 from fsl_sage.flower.config import load_test
 from fsl_sage.flower.server_app import make_server_app
 
+pytestmark = pytest.mark.usefixtures("flower_task")  # Messages need a task identity
+
 BASE = dict(
     dataset="digits", num_clients=2, per_client=120, widths="4,8", rounds=2, batch_size=16,
     q=2, l=1, buffer_size=60, align_epochs=3, align_batch_size=30, num_test=300,
 )  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def task_identity():
-    """Server-side messages read the task's run id, which Flower's runtimes set."""
-    from flwr.supercore.task_identity import TaskIdentity
-
-    saved = TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id
-    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 0
-    yield
-    TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
 
 
 class LoopbackGrid:

@@ -17,17 +17,9 @@ from janus_secagg import (
 from janus_secagg.net import start_server, stop_server
 from janus_secagg.testing import Deployment, FaultyServerA
 
+pytestmark = pytest.mark.usefixtures("flower_task")  # Messages need a task identity
+
 DIM = 12
-
-
-@pytest.fixture(autouse=True)
-def task_identity(monkeypatch):
-    """Flower stamps messages with the running task's ids; set them as a SuperNode would."""
-    from flwr.supercore.task_identity import TaskIdentity
-
-    monkeypatch.setattr(TaskIdentity, "_run_id", 1, raising=False)
-    monkeypatch.setattr(TaskIdentity, "_task_id", 1, raising=False)
-    monkeypatch.setattr(TaskIdentity, "_node_id", 1, raising=False)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from icml25_core.validation import (
     check_array,
     check_choice,
     check_consistent_length,
+    check_device,
     check_scalar,
     check_tensor,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "check_choice",
     "check_consistent_length",
     "check_scalar",
+    "check_device",
     "check_tensor",
     # reproduce reports
     "Claim",

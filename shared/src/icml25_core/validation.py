@@ -388,3 +388,44 @@ def check_tensor(
         if bad.any():
             raise _nonfinite_error(name, bad.nonzero()[0].tolist())
     return t
+
+
+def check_device(device, name: str = "device", *, module=None):
+    """The ``torch.device`` a library creates its tensors and state on (DECISIONS 13).
+
+    Parameters
+    ----------
+    device : str, torch.device or None
+        The user's choice (``"cuda"``, ``"cuda:1"``, ``"cpu"``, ...).
+    name : str, default="device"
+        Argument name used in error messages.
+    module : torch.nn.Module, optional
+        Where ``device=None`` looks: the device of its first parameter or buffer.
+
+    Returns
+    -------
+    torch.device
+        `device`; else `module`'s device; else CPU.
+
+    Raises
+    ------
+    TypeError
+        If `device` is not a str, ``torch.device`` or None.
+    ValueError
+        If `device` does not name a torch device (``"gpu"``).
+    """
+    import torch
+
+    if device is None:
+        if module is not None:
+            for tensor in (*module.parameters(), *module.buffers()):
+                return tensor.device
+        return torch.device("cpu")
+    if isinstance(device, torch.device):
+        return device
+    if not isinstance(device, str):
+        raise TypeError(f"`{name}` must be a str or torch.device, got {type(device).__name__}")
+    try:
+        return torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"`{name}` {device!r} is not a torch device ({err})") from None

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from icml25_core import check_scalar, progress
+from icml25_core import check_device, check_scalar, progress
 
 from .algorithms import AlgorithmConfig, get_algorithm
 from .control import ClientControl, ControlStore, zeros_like_params
@@ -173,6 +173,7 @@ def run_federated(
     checkpoint: str | os.PathLike | None = None,
     loss_fn: Callable = F.cross_entropy,
     show_progress: bool = False,
+    device: str | torch.device | None = None,
 ) -> History:
     """Run federated training in this process; every random choice is seeded.
 
@@ -210,6 +211,9 @@ def run_federated(
     loss_fn : callable, default=torch.nn.functional.cross_entropy
     show_progress : bool, default=False
         A progress bar over the rounds.
+    device : str or torch.device, optional
+        Where the model, the server state and the controls live (default: the device of
+        ``model_fn()``'s parameters); each minibatch moves there. A checkpoint resumes onto it.
 
     Returns
     -------
@@ -252,6 +256,8 @@ def run_federated(
     model = model_fn()
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"`model_fn` must return an nn.Module, got {type(model).__name__}")
+    device = check_device(device, module=model)
+    model = model.to(device)
     template = zeros_like_params(model) if cfg.uses_control else None
     state = ServerState({k: v.detach().clone() for k, v in model.state_dict().items()}, template, 0)
     controls = ControlStore(template) if template is not None else None
@@ -263,7 +269,7 @@ def run_federated(
     }  # fmt: skip
     if path is not None and path.exists():
         try:
-            saved = torch.load(path, weights_only=False)
+            saved = torch.load(path, weights_only=False, map_location=device)
             saved_settings = saved["settings"]
         except Exception as err:  # any unreadable file is the same user error
             raise ValueError(

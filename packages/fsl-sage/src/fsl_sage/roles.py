@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml25_core import check_choice, check_scalar, check_tensor
+from icml25_core import check_choice, check_device, check_scalar, check_tensor
 
 from .align import AlignStats, align
 from .aux import GradScalarAux, check_labels, check_smashed
@@ -112,6 +112,9 @@ class Client:
     seed : int, default=200
         Batch order of round ``t`` is a permutation drawn from ``seed``, ``client_id`` and ``t``
         only, so any schedule sees the same batches.
+    device : str or torch.device, optional
+        Where the model and aux train (moved there); default the model's device. `x`, `y`
+        stay where they are and each batch moves (DECISIONS 13).
 
     Raises
     ------
@@ -133,6 +136,7 @@ class Client:
         lr: float = 1e-3,
         weight_decay: float = 1e-4,
         seed: int = 200,
+        device: str | torch.device | None = None,
     ):
         check_scalar(client_id, "client_id", kind=int, low=0)
         if not isinstance(model, nn.Module):
@@ -146,6 +150,10 @@ class Client:
         check_scalar(batch_size, "batch_size", kind=int, low=1)
         _check_adam(lr, weight_decay)
         check_scalar(seed, "seed", kind=int, low=0)
+        self.device = check_device(device, module=model)
+        model.to(self.device)
+        if aux is not None:
+            aux.to(self.device)
         self.client_id, self.model, self.x, self.y, self.aux = client_id, model, x, y, aux
         self.batch_size, self.seed = batch_size, seed
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -193,13 +201,12 @@ class Client:
             "buffers": {k: v.detach().clone() for k, v in self.model.named_buffers()},
             "rng": torch.get_rng_state(),
         }
+        x, y = self._batch(idx)
         self.model.train()
         with torch.no_grad():
-            z = self.model(self.x[idx])
+            z = self.model(x)
         _check_finite(z, self.client_id, round)
-        return SmashedBatch(self.client_id, iteration, z.detach().clone(), self.y[idx].clone()), (
-            snapshot
-        )
+        return SmashedBatch(self.client_id, iteration, z.detach().clone(), y.clone()), snapshot
 
     def splitfed_backward(
         self, round: int, iteration: int, grad: torch.Tensor, snapshot: dict
@@ -220,13 +227,16 @@ class Client:
         torch.set_rng_state(snapshot["rng"])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        z = self.model(self.x[idx])
+        z = self.model(self._batch(idx)[0])
         check_tensor(grad, "grad", dtype=(torch.float32, torch.float64))
         if grad.shape != z.shape:
             raise ValueError(f"`grad` must have the shape of z {tuple(z.shape)}, got "
                              f"{tuple(grad.shape)}")  # fmt: skip
-        z.backward(grad.to(z.dtype))
+        z.backward(grad.to(z))
         self.optimizer.step()
+
+    def _batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.x[idx].to(self.device), self.y[idx].to(self.device)
 
     def _iteration_batch(self, round: int, iteration: int) -> torch.Tensor:
         batches = self.batches(round)
@@ -239,10 +249,11 @@ class Client:
         Used by the "round" schedule (and Flower's ``probe`` message) at alignment rounds.
         """
         idx = self.batches(round)[0]
+        x, y = self._batch(idx)
         with torch.no_grad():
-            z = self.model(self.x[idx])
+            z = self.model(x)
         _check_finite(z, self.client_id, round)
-        return SmashedBatch(self.client_id, 0, z.detach().clone(), self.y[idx].clone())
+        return SmashedBatch(self.client_id, 0, z.detach().clone(), y.clone())
 
     def local_round(
         self,
@@ -295,7 +306,7 @@ class Client:
         sent = []
         self.model.train()
         for j, idx in enumerate(self.batches(round)):
-            x, y = self.x[idx], self.y[idx]
+            x, y = self._batch(idx)
             self.optimizer.zero_grad(set_to_none=True)
             z = self.model(x)
             _check_finite(z, self.client_id, round)
@@ -304,7 +315,11 @@ class Client:
             elif algorithm == "splitfed":
                 assert exchange is not None  # checked above
                 grad = exchange(SmashedBatch(self.client_id, j, z.detach().clone(), y.clone()))
-                z.backward(grad)
+                if not isinstance(grad, torch.Tensor):
+                    raise TypeError(
+                        "`exchange` must return the cut gradient (a Tensor) for splitfed"
+                    )
+                z.backward(grad.to(z))
             else:
                 if j % server_update_interval == 0 and not (skip_first and j == 0):
                     batch = SmashedBatch(self.client_id, j, z.detach().clone(), y.clone())
@@ -337,16 +352,21 @@ class SServer:
         Adam (official optimiser; wd from the research notes).
     buffer_size : int, default=1000
         M per client.
+    device : str or torch.device, optional
+        Where the server model steps (moved there) and the buffers live; default the model's
+        device. Incoming batches move there; ``split_step``'s gradient is on it.
     """
 
     def __init__(
-        self, model: nn.Module, *, lr: float = 1e-3, weight_decay: float = 1e-4, buffer_size=1000
-    ):
+        self, model: nn.Module, *, lr: float = 1e-3, weight_decay: float = 1e-4, buffer_size=1000,
+        device: str | torch.device | None = None,
+    ):  # fmt: skip
         if not isinstance(model, nn.Module):
             raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
         _check_adam(lr, weight_decay)
         check_scalar(buffer_size, "buffer_size (M)", kind=int, low=1)
-        self.model, self.buffer_size = model, buffer_size
+        self.device = check_device(device, module=model)
+        self.model, self.buffer_size = model.to(self.device), buffer_size
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
         self.buffers: dict[int, AlignmentBuffer] = {}
 
@@ -372,13 +392,14 @@ class SServer:
             If ``batch.z`` holds NaN or inf (names client and round).
         """
         self._check(batch, round)
+        z, y = batch.z.to(self.device), batch.y.to(self.device)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = F.nll_loss(self.model(batch.z), batch.y)
+        loss = F.nll_loss(self.model(z), y)
         loss.backward()
         self.optimizer.step()
         buf = self.buffers.setdefault(batch.client_id, AlignmentBuffer(self.buffer_size))
-        buf.add(batch.z, batch.y)
+        buf.add(z, y)
         return float(loss.detach())
 
     def split_step(self, batch: SmashedBatch, round: int) -> torch.Tensor:
@@ -386,8 +407,8 @@ class SServer:
         self._check(batch, round)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        z = batch.z.detach().requires_grad_(True)
-        F.nll_loss(self.model(z), batch.y).backward()
+        z = batch.z.detach().to(self.device).requires_grad_(True)
+        F.nll_loss(self.model(z), batch.y.to(self.device)).backward()
         self.optimizer.step()
         assert z.grad is not None  # z is a leaf that requires grad
         return z.grad.detach()

@@ -21,7 +21,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from icml25_core import ResultStore, check_choice, check_scalar, check_tensor, progress
+from icml25_core import (
+    ResultStore,
+    check_choice,
+    check_device,
+    check_scalar,
+    check_tensor,
+    progress,
+)
 
 from .algorithms import Algorithm
 from .align import nmse
@@ -104,12 +111,14 @@ def evaluate(client: nn.Module, server: nn.Module, x, y, batch_size: int = 1000)
             raise TypeError(f"`{name}` must be an nn.Module, got {type(module).__name__}")
     was = client.training, server.training
     client.eval(), server.eval()
+    at_client, at_server = check_device(None, module=client), check_device(None, module=server)
     correct = 0
     try:
         with torch.no_grad():
             for start in range(0, x.shape[0], batch_size):
                 try:
-                    out = server(client(x[start : start + batch_size]))
+                    z = client(x[start : start + batch_size].to(at_client))
+                    out = server(z.to(at_server)).cpu()
                 except (RuntimeError, TypeError, ValueError, IndexError) as err:
                     raise ValueError(
                         f"`x` of per-sample shape {tuple(x.shape[1:])} does not fit "
@@ -146,7 +155,7 @@ def align_client(
     )  # fmt: skip
     with torch.random.fork_rng():  # a fresh aux as the reference, without touching the RNG
         torch.manual_seed(seed * 31 + round * 7 + i)
-        fresh = split.aux_factory()
+        fresh = split.aux_factory().to(server.device)
     z, y, g_star = server.buffers[i].targets(server.model)
     return {
         "client": i,
@@ -187,6 +196,9 @@ class Simulation:
         Official seed; seeds aux initialisation, batch orders and alignment shuffles.
     test : (Tensor, Tensor), optional
         Test data for the per-round accuracy.
+    device : str or torch.device, optional
+        Where every client model, aux and server model trains (DECISIONS 13); default the
+        device of ``split.client``. Data stay where they are; batches move.
 
     Raises
     ------
@@ -208,6 +220,7 @@ class Simulation:
         weight_decay: float = 1e-4,
         seed: int = 200,
         test=None,
+        device: str | torch.device | None = None,
     ):
         if not isinstance(split, SplitSpec):
             raise TypeError(f"`split` must be a SplitSpec, got {type(split).__name__}")
@@ -230,6 +243,7 @@ class Simulation:
         check_scalar(seed, "seed", kind=int, low=0)
         self.split, self.algorithm, self.schedule, self.test = split, algorithm, schedule, test
         self.seed, self.round = seed, 0
+        self.device = check_device(device, module=split.client)
         name = algorithm.name
         self.clients = []
         with torch.random.fork_rng():  # aux inits drawn from `seed`, the caller's RNG untouched
@@ -250,6 +264,7 @@ class Simulation:
                     lr=lr,
                     weight_decay=weight_decay,
                     seed=seed,
+                    device=self.device,
                 )
             )
         if name == "cse_fsl":  # CSE-FSL starts from one shared (averaged) aux
@@ -261,6 +276,7 @@ class Simulation:
                 lr=lr,
                 weight_decay=weight_decay,
                 buffer_size=algorithm.buffer_size,
+                device=self.device,
             )
             for _ in range(n_servers)
         ]
@@ -458,12 +474,13 @@ def run(
     max_bytes: int | None = None,
     checkpoint=None,
     show_progress: bool = True,
+    device: str | torch.device | None = None,
 ) -> History:
     """Train ``split`` with ``algorithm`` for ``rounds`` rounds; return the per-round history.
 
     Parameters
     ----------
-    split, partitions, algorithm, schedule, batch_size, lr, weight_decay, seed, test
+    split, partitions, algorithm, schedule, batch_size, lr, weight_decay, seed, test, device
         As :class:`Simulation` (official defaults: batch 128, Adam 1e-3, wd 1e-4, seed 200).
     rounds : int
         Number of communication rounds (official 200), one local epoch each.
@@ -494,7 +511,7 @@ def run(
     folder = None if checkpoint is None else _checkpoint_folder(checkpoint)
     sim = Simulation(
         split, partitions, algorithm, schedule=schedule, batch_size=batch_size, lr=lr,
-        weight_decay=weight_decay, seed=seed, test=test,
+        weight_decay=weight_decay, seed=seed, test=test, device=device,
     )  # fmt: skip
     store = state_path = None
     if folder is not None:
@@ -506,7 +523,7 @@ def run(
         store = ResultStore(folder / "history.jsonl", config=config)
         state_path = folder / "state.pt"
         if state_path.exists():
-            sim.load_state_dict(torch.load(state_path, weights_only=False))
+            sim.load_state_dict(torch.load(state_path, weights_only=False, map_location=sim.device))
     bar = progress(total=rounds, desc=algorithm.name, unit="round", disable=not show_progress)
     bar.update(sim.round)
     while sim.round < rounds:

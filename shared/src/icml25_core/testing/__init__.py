@@ -54,6 +54,10 @@ Fixtures
     The library's README after all its blocks ran (:class:`ReadmeRun`: ``namespace``, ``stdout``,
     ``folder``), for the library's own assertions on what the blocks made; the blocks run once
     per session, shared with the contract's block tests.
+``flower_task``
+    Flower's task identity (run, task and node id 1, 1, 0) set as a SuperLink or SuperNode
+    process has it, so that tests can build ``flwr.app.Message`` objects and call a ServerApp,
+    strategy or ClientApp directly, without Flower's runtime; restored afterwards. Needs flwr.
 
 Hypothesis profiles
 -------------------
@@ -152,6 +156,17 @@ def run_main(capsys: pytest.CaptureFixture):
         return console.call_main(main, capsys, *args)
 
     return run
+
+
+@pytest.fixture
+def flower_task():
+    """Flower's task identity set as in a Flower process (messages read it); restored after."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    saved = TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 0
+    yield
+    TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
 
 
 @pytest.fixture(scope="session")

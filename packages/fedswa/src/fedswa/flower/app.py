@@ -5,8 +5,9 @@ Run config (``[tool.flwr.app.config]`` of the app's pyproject, or ``--run-config
 from the Debian package), ``num-rounds``, ``eta0``, ``lr-factor`` (0 = the algorithm's own),
 ``local-steps``, ``batch-size``, ``seed`` (initial model and minibatch order), ``split-seed``
 and ``dirichlet-alpha`` (the label-skewed split), ``fraction-train``, ``min-nodes``, ``swa``
-(``last``, the paper's rule, or ``average``, classic SWA within the round) and ``result-path``
-(a JSON file the ServerApp writes when set). Node config: ``partition-id``,
+(``last``, the paper's rule, or ``average``, classic SWA within the round), ``device`` (where
+the clients train and the server steps, e.g. ``cuda``; "" = CPU) and ``result-path`` (a JSON
+file the ServerApp writes when set). Node config: ``partition-id``,
 ``num-partitions``.
 An example app folder is ``examples/flower-app/`` of the source distribution.
 """
@@ -52,6 +53,7 @@ DEFAULTS = {
     "fraction-train": 1.0,
     "min-nodes": 2,
     "swa": "last",
+    "device": "",
     "result-path": "",
 }
 FMNIST_CLIENT_SIZE = 500  # examples per client, the quick reproduce's size
@@ -125,6 +127,7 @@ def make_server_app(overrides: dict | None = None, on_result: Callable | None = 
             local_steps=int(s["local-steps"]),
             batch_size=int(s["batch-size"]),
             seed=int(s["seed"]),
+            device=str(s["device"]) or None,
             fraction_train=float(s["fraction-train"]),
             min_train_nodes=1,
             min_available_nodes=int(s["min-nodes"]),
@@ -177,7 +180,9 @@ def make_client_app_from_config(overrides: dict | None = None):
 
     def _inner(context: Context):
         s = _settings(context, overrides)
-        return make_client_app(lambda: model_for(s["dataset"]), _client_data(s))
+        return make_client_app(
+            lambda: model_for(s["dataset"]), _client_data(s), device=str(s["device"]) or None
+        )
 
     @app.train()
     def train(msg, context):

@@ -8,6 +8,7 @@ from typing import cast
 import torch
 import torch.nn.functional as F
 
+from icml25_core import check_device
 from icml25_core.extras import requires_extra
 
 from ..control import ClientControl, zeros_like_params
@@ -45,11 +46,16 @@ def _scalar(cfg: ConfigRecord, key: str) -> int | float | str:
     return cast(int | float | str, cfg[key])
 
 
+def _on_device(model: torch.nn.Module, device) -> torch.nn.Module:
+    return model.to(check_device(device, module=model))
+
+
 def make_client_app(
     model_fn: Callable[[], torch.nn.Module],
     data_fn: Callable[[int, int], tuple[torch.Tensor, torch.Tensor]],
     *,
     loss_fn: Callable = F.cross_entropy,
+    device: str | torch.device | None = None,
 ) -> ClientApp:
     """A ClientApp running one local round per ``train`` message.
 
@@ -60,6 +66,9 @@ def make_client_app(
     data_fn : callable
         ``data_fn(partition_id, num_partitions) -> (x [n_i, ...], y [n_i])``: this client's data.
     loss_fn : callable, default=torch.nn.functional.cross_entropy
+    device : str or torch.device, optional
+        Where the node trains and evaluates (default: the device of ``model_fn()``'s
+        parameters); replies go back as CPU arrays.
 
     Returns
     -------
@@ -84,17 +93,18 @@ def make_client_app(
         pid, num = _partition(context)
         x, y = data_fn(pid, num)
         cfg = cast(ConfigRecord, msg.content["config"])
-        model = model_fn()
+        model = _on_device(model_fn(), device)
         model.load_state_dict(to_state_dict(_arrays(msg.content["arrays"])))
         control, kind = None, str(cfg["control-kind"])
         if kind != "none":
-            zeros = zeros_like_params(model)
+            zeros = zeros_like_params(model)  # on the model's device
             c = to_state_dict(_arrays(msg.content["control"])) if "control" in msg.content else {}
             ci = (
                 to_state_dict(_arrays(context.state[STATE_KEY]))
                 if STATE_KEY in context.state
                 else {}
             )
+            c, ci = ({k: v.to(zeros[k]) for k, v in d.items()} for d in (c, ci))
             control = ClientControl(c or zeros, ci or {k: v.clone() for k, v in zeros.items()})
         t = int(_scalar(cfg, "server-round")) - 1
         clip, sam = float(_scalar(cfg, "clip-norm")), float(_scalar(cfg, "sam-rho"))
@@ -116,7 +126,7 @@ def make_client_app(
         upload, norm = None, 0.0
         if control is not None:
             assert res.new_control is not None  # local_update ran with a control
-            context.state[STATE_KEY] = ArrayRecord(res.new_control)
+            context.state[STATE_KEY] = ArrayRecord({k: v.cpu() for k, v in res.new_control.items()})
             upload = res.local_control_delta if kind == "local" else res.control_delta
             norm = float(sum(v.square().sum() for v in res.new_control.values()) ** 0.5)
         metrics = MetricRecord(
@@ -136,9 +146,11 @@ def make_client_app(
     def evaluate(msg: Message, context: Context) -> Message:
         pid, num = _partition(context)
         x, y = data_fn(pid, num)
-        model = model_fn()
+        model = _on_device(model_fn(), device)
         model.load_state_dict(to_state_dict(_arrays(msg.content["arrays"])))
         model.eval()
+        where = check_device(None, module=model)
+        x, y = x.to(where), y.to(where)
         with torch.no_grad():
             loss = float(loss_fn(model(x), y))
         metrics = MetricRecord(

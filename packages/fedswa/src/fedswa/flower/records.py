@@ -42,9 +42,9 @@ def pack_update(delta: dict, control_upload: dict | None) -> ArrayRecord:
     control_upload : dict of str to Tensor or None
         ``c_i+ - c`` (FedMoSWA) or ``c_i+ - c_i`` (SCAFFOLD); ``None`` without controls.
     """
-    arrays = {MODEL_PREFIX + k: v.detach().contiguous() for k, v in delta.items()}
+    arrays = {MODEL_PREFIX + k: v.detach().cpu().contiguous() for k, v in delta.items()}
     for k, v in (control_upload or {}).items():
-        arrays[CONTROL_PREFIX + k] = v.detach().contiguous()
+        arrays[CONTROL_PREFIX + k] = v.detach().cpu().contiguous()
     return ArrayRecord(arrays)
 
 

@@ -12,7 +12,7 @@ from typing import cast
 
 import torch
 
-from icml25_core import check_scalar
+from icml25_core import check_device, check_scalar
 from icml25_core.extras import requires_extra
 
 from ..algorithms import AlgorithmConfig, get_algorithm
@@ -27,6 +27,10 @@ with requires_extra("fedswa", "flower"):
     from flwr.serverapp.strategy import FedAvg
 
 __all__ = ["FedAvgSWA", "FedSWA", "FedMoSWA", "Scaffold", "FedSAM", "strategy_for"]
+
+
+def _cpu(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu() for k, v in state.items()}
 
 
 class FedAvgSWA(FedAvg):
@@ -52,6 +56,9 @@ class FedAvgSWA(FedAvg):
         Seed of the clients' minibatch order (:func:`fedswa.simulate.client_seed`).
     algorithm : str or AlgorithmConfig, optional
         Defaults to the class's own (``"fedswa"`` for :class:`FedSWA`, ...).
+    device : str or torch.device, optional
+        Where the server step runs and ``x_t``, ``c`` live between rounds (default CPU);
+        records go out as CPU arrays.
     **kwargs
         Fields of :class:`~fedswa.algorithms.AlgorithmConfig` to override (``rho``, ``gamma``,
         ``alpha``, ...) and FedAvg's sampling arguments (``fraction_train``,
@@ -75,6 +82,7 @@ class FedAvgSWA(FedAvg):
         batch_size: int = 50,
         seed: int = 0,
         algorithm: str | AlgorithmConfig | None = None,
+        device: str | torch.device | None = None,
         **kwargs,
     ):
         fields = set(AlgorithmConfig.__dataclass_fields__)
@@ -89,6 +97,7 @@ class FedAvgSWA(FedAvg):
         self.local_steps = check_scalar(local_steps, "local_steps", kind=int, low=1)
         self.batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
         self.seed = check_scalar(seed, "seed", kind=int, low=0)
+        self.device = check_device(device)
         self.control: dict[str, torch.Tensor] | None = None
         self._model_state: dict[str, torch.Tensor] | None = None
         self._num_nodes: int | None = None
@@ -119,12 +128,12 @@ class FedAvgSWA(FedAvg):
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
         """FedAvg's sampling and messages, plus the round's hyper-parameters and ``c``."""
-        self._model_state = to_state_dict(arrays)
+        self._model_state = {k: v.to(self.device) for k, v in to_state_dict(arrays).items()}
         self._num_nodes = len(list(grid.get_node_ids()))
         config = ConfigRecord({**dict(config), **self.train_config(server_round)})
         messages = list(super().configure_train(server_round, arrays, config, grid))
         if self.config.uses_control:
-            control = ArrayRecord(self.control) if self.control else ArrayRecord()
+            control = ArrayRecord(_cpu(self.control)) if self.control else ArrayRecord()
             for message in messages:
                 message.content["control"] = control
         return messages
@@ -175,7 +184,7 @@ class FedAvgSWA(FedAvg):
         metrics = self.train_metrics_aggr_fn([m.content for m in valid], self.weighted_by_key)
         if metrics is not None:
             metrics.pop("partition-id", None)  # an id, not a quantity to average
-        return ArrayRecord(new.model_state), metrics
+        return ArrayRecord(_cpu(new.model_state)), metrics
 
     def _local_result(self, record: ArrayRecord, metrics: MetricRecord):
         """A reply as the server step needs it: fedswa's client format (``Delta_i`` and the

@@ -40,7 +40,7 @@ def client_from_context(context: Context, cfg: FlowerConfig) -> Client:
     aux = split.aux_factory() if cfg.algorithm().uses_aux else None
     client = Client(
         pid, split.client, x, y, aux=aux, batch_size=cfg.batch_size,
-        lr=cfg.lr, weight_decay=cfg.weight_decay, seed=cfg.seed,
+        lr=cfg.lr, weight_decay=cfg.weight_decay, seed=cfg.seed, device=cfg.device or None,
     )  # fmt: skip
     state = context.state
     if "client-model" in state.array_records:

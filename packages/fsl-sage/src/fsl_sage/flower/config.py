@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from icml25_core import check_choice, check_scalar
+from icml25_core import check_choice, check_device, check_scalar
 
 from ..algorithms import Algorithm, cse_fsl, fsl_sage, splitfed_v1, splitfed_v2
 from ..data import load_digits, load_fashion_mnist
@@ -95,6 +95,9 @@ class FlowerConfig:
     min_replies : int
         Fewest successful replies a round needs; failed or missing ClientApps are left out of
         the round (with a warning) as long as this many answered.
+    device : str
+        Where the nodes' models and the server model train, e.g. ``"cuda"`` ("" = the
+        model's device, CPU for the built-in model; DECISIONS 13).
     """
 
     dataset: str = "fashion-mnist"
@@ -121,6 +124,7 @@ class FlowerConfig:
     test_data: str = ""
     fraction_train: float = 1.0
     min_replies: int = 1
+    device: str = ""
 
     def __post_init__(self):
         check_choice(self.dataset, "dataset", ("fashion-mnist", "digits"))
@@ -134,6 +138,7 @@ class FlowerConfig:
         check_choice(self.algorithm_name, "algorithm", FLOWER_ALGORITHMS)
         check_scalar(self.fraction_train, "fraction_train", low=0.0, high=1.0, inclusive="right")
         check_scalar(self.min_replies, "min_replies", kind=int, low=1, high=self.num_clients)
+        check_device(self.device or None)
         for name in ("split", "data", "test_data"):
             reference = getattr(self, name)
             if reference and ":" not in reference:

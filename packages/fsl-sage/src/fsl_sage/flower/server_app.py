@@ -200,11 +200,19 @@ def make_server_app(
             [a.state_dict() for a in server_aux], [1.0] * len(server_aux)
         )
         server = SServer(
-            split.server, lr=cfg.lr, weight_decay=cfg.weight_decay, buffer_size=cfg.buffer_size
-        )
+            split.server, lr=cfg.lr, weight_decay=cfg.weight_decay, buffer_size=cfg.buffer_size,
+            device=cfg.device or None,
+        )  # fmt: skip
+        for aux in server_aux:  # aligned where the server model and its buffers are
+            aux.to(server.device)
         # SplitFed-v1 keeps one server replica per client, averaged each round
         replicas = [
-            SServer(copy.deepcopy(split.server), lr=cfg.lr, weight_decay=cfg.weight_decay)
+            SServer(
+                copy.deepcopy(split.server),
+                lr=cfg.lr,
+                weight_decay=cfg.weight_decay,
+                device=server.device,
+            )
             for _ in range(cfg.num_clients if alg.name == "splitfed_v1" else 0)
         ]
         test = load_test(cfg)
