@@ -329,3 +329,32 @@ def test_fedswa_metrics_leave_partition_ids_out():
     _, metrics = strategy.aggregate_train(1, replies)
     assert "partition-id" not in metrics
     assert "train-loss" in metrics
+
+
+@pytest.mark.parametrize(
+    ("num_examples", "match"), [(-5, ">= 1"), (0, ">= 1"), (float("nan"), "whole number")]
+)
+def test_replies_with_a_bad_num_examples_are_refused(num_examples, match):
+    """New-user trial (issue 34): a negative weight used to be averaged without complaint."""
+    strategy = strategy_for("fedavg", num_rounds=2, eta0=0.1, min_available_nodes=1,
+                            min_train_nodes=1)  # fmt: skip
+    start = model_fn().state_dict()
+    messages = list(strategy.configure_train(1, ArrayRecord(start), ConfigRecord(), Grid([1])))
+    with pytest.raises(ValueError, match=match):
+        strategy.aggregate_train(1, [_stock_reply(messages[0], start, num_examples, 0)])
+
+
+def test_stock_replies_with_integer_weights_are_refused():
+    strategy = strategy_for("fedavg", num_rounds=2, eta0=0.1, min_available_nodes=1,
+                            min_train_nodes=1)  # fmt: skip
+    start = model_fn().state_dict()
+    messages = list(strategy.configure_train(1, ArrayRecord(start), ConfigRecord(), Grid([1])))
+    ints = {k: v.long() if v.is_floating_point() else v for k, v in start.items()}
+    with pytest.raises(ValueError, match="floating"):
+        strategy.aggregate_train(1, [_stock_reply(messages[0], ints, 10, 0)])
+
+
+@pytest.mark.parametrize("value", [2.0, -1.0])
+def test_strategies_refuse_a_fraction_outside_0_1(value):
+    with pytest.raises(ValueError, match="fraction_train"):
+        strategy_for("fedswa", num_rounds=2, eta0=0.1, fraction_train=value)

@@ -26,12 +26,14 @@ class LoopbackGrid:
     """The part of ``flwr.serverapp.Grid`` the ServerApp uses; node ``100 + i`` hosts
     partition ``i``. `fail` names nodes whose ClientApp raises (Flower then replies an error)."""
 
-    def __init__(self, cfg, fail=()):
+    def __init__(self, cfg, fail=(), reverse=False):
         self.app = make_client_app(cfg)
+        n = cfg.num_clients
         self.contexts = {
             100 + i: Context(run_id=1, node_id=100 + i, state=RecordDict(), run_config={},
-                             node_config={"partition-id": i, "num-partitions": cfg.num_clients})
-            for i in range(cfg.num_clients)
+                             node_config={"partition-id": n - 1 - i if reverse else i,
+                                          "num-partitions": n})
+            for i in range(n)
         }  # fmt: skip
         self.fail, self.sent = set(fail), []
 
@@ -193,3 +195,12 @@ def test_user_split_with_cse_fsl_on_the_ray_simulation_engine(tmp_path, monkeypa
     with process_group(cmd, env=env, log=tmp_path / "sim.log") as proc:
         assert proc.wait(timeout=420) == 0, (tmp_path / "sim.log").read_text()[-3000:]
     _assert_equal(torch.load(out, weights_only=False), _simulation(cfg))
+
+
+@pytest.mark.parametrize("algorithm", ["splitfed_v2", "fsl_sage"])
+def test_client_order_follows_partition_ids_not_node_ids(algorithm):
+    """New-user trial (issue 34): Flower's node ids are random, so SplitFed's client sequence
+    (and the sampling) followed them from run to run; the ServerApp now orders by partition."""
+    cfg = FlowerConfig(**BASE, algorithm_name=algorithm)
+    result, _ = _run(cfg, LoopbackGrid(cfg, reverse=True))
+    _assert_equal(result, _simulation(cfg))

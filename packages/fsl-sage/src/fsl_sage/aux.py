@@ -112,8 +112,9 @@ class GradScalarAux(nn.Module):
     -----
     Source: FSL-SAGE (Nair et al., ICML 2025), Sec. 3 (auxiliary model estimating the smashed
     activation gradient) and the official ``models/aux_models`` gradient-scalar models. The
-    estimate of the server gradient for sample ``b`` is ``dl_a(z_b, y_b)/dz_b`` with
-    ``l_a = NLL(a(z), y)``, i.e. the per-sample (sum-loss) gradient.
+    estimate of the server gradient for sample ``b`` is ``dl_a(z_b, y_b)/dz_b / B`` with
+    ``l_a = NLL(a(z), y)``: the gradient of the batch-mean loss (spec §2 step 4); the alignment
+    compares ``B`` times it with per-sample targets.
     """
 
     def __init__(self, net: nn.Module, *, input_shape=None, num_classes: int | None = None):

@@ -270,9 +270,10 @@ class Client:
         ----------
         round : int
         algorithm : {"fsl_sage", "cse_fsl", "splitfed", "fedavg"}
-            ``fsl_sage``: ``z.backward(a_i's estimate / B)`` (spec step 4); ``cse_fsl``: the aux
-            classifier's local loss trains client and aux; ``splitfed``: ``exchange`` returns
-            the server's cut gradient every iteration; ``fedavg``: whole-model local training.
+            ``fsl_sage``: ``z.backward(a_i's estimate)``, the batch-mean gradient (spec step 4);
+            ``cse_fsl``: the aux classifier's local loss trains client and aux; ``splitfed``:
+            ``exchange`` returns the server's cut gradient every iteration; ``fedavg``:
+            whole-model local training.
         server_update_interval : int, default=5
             q: iterations ``j % q == 0`` produce a :class:`SmashedBatch` (fsl_sage, cse_fsl).
         exchange : callable, optional

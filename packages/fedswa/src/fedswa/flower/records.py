@@ -4,6 +4,8 @@ stock Flower ClientApp, the trained weights themselves (``from_weights``)."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from icml25_core.extras import requires_extra
@@ -84,12 +86,27 @@ def unpack_update(record: ArrayRecord, metrics, control_key: str) -> LocalResult
     return LocalResult(
         delta=delta,
         new_control=None,
-        num_examples=int(metrics["num-examples"]),
+        num_examples=_num_examples(metrics),
         lr_sum=float(metrics["lr-sum"]),
         loss=float(metrics["train-loss"]),
         steps=int(metrics["steps"]),
         **uploads,
     )
+
+
+def _num_examples(metrics) -> int:
+    """A reply's ``num-examples``: a whole number >= 1 (it weights the client's update)."""
+    value = metrics["num-examples"]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+    ):
+        raise ValueError(f"the reply's `num-examples` must be a whole number, got {value!r}")
+    if value < 1:
+        raise ValueError(f"the reply's `num-examples` must be >= 1, got {value!r}")
+    return int(value)
 
 
 def is_update(record: ArrayRecord) -> bool:
@@ -128,6 +145,11 @@ def from_weights(record: ArrayRecord, metrics, global_state: dict) -> LocalResul
     for key, start in global_state.items():
         if not start.is_floating_point():
             continue
+        if not weights[key].is_floating_point():
+            raise ValueError(
+                f"reply array {key!r} has dtype {weights[key].dtype}, the model {start.dtype}: "
+                "send the trained weights as floating arrays"
+            )
         if weights[key].shape != start.shape:
             raise ValueError(
                 f"reply array {key!r} has shape {tuple(weights[key].shape)}, the model "
@@ -139,7 +161,7 @@ def from_weights(record: ArrayRecord, metrics, global_state: dict) -> LocalResul
         new_control=None,
         control_delta=None,
         local_control_delta=None,
-        num_examples=int(metrics["num-examples"]),
+        num_examples=_num_examples(metrics),
         lr_sum=float("nan"),  # not reported by a stock client; no control needs it
         loss=float(metrics.get("train-loss", float("nan"))),
         steps=0,

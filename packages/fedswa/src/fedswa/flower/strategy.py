@@ -87,6 +87,9 @@ class FedAvgSWA(FedAvg):
     ):
         fields = set(AlgorithmConfig.__dataclass_fields__)
         overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
+        for key in ("fraction_train", "fraction_evaluate"):
+            if key in kwargs:
+                check_scalar(kwargs[key], key, low=0.0, high=1.0)
         kwargs.setdefault("fraction_evaluate", 0.0)
         super().__init__(**kwargs)
         base = algorithm if algorithm is not None else self.default_algorithm

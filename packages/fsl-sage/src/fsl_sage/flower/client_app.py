@@ -81,6 +81,8 @@ def make_client_app(config: FlowerConfig | None = None) -> ClientApp:
 
     Handlers
     --------
+    ``query.info``
+        Replies this node's partition id (the ServerApp orders the nodes by it).
     ``query.probe``
         Loads the global client model, replies iteration 0's smashed batch of the round.
     ``train.fslsage``
@@ -100,6 +102,12 @@ def make_client_app(config: FlowerConfig | None = None) -> ClientApp:
 
     def cfg_of(context: Context) -> FlowerConfig:
         return FlowerConfig.from_run_config(context.run_config, config)
+
+    @app.query("info")
+    def info(message: Message, context: Context) -> Message:
+        pid = int(context.node_config["partition-id"])
+        record = ConfigRecord({"partition-id": pid, "num-examples": 0})
+        return Message(RecordDict({"info": record}), reply_to=message)
 
     @app.query("probe")
     def probe(message: Message, context: Context) -> Message:

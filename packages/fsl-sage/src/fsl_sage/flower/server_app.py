@@ -92,6 +92,14 @@ def _exchange(grid: Grid, messages: list[Message], min_replies: int) -> list[Mes
     return sorted(ok, key=lambda r: config_int(r.content.config_records["info"], "partition-id"))
 
 
+def _by_partition(grid: Grid, nodes: list[int]) -> list[int]:
+    """The nodes ordered by their partition id (``query.info``), so that client order, and so
+    SplitFed's sequence and the sampling, do not depend on Flower's random node ids."""
+    msgs = [Message(RecordDict({}), node, "query.info", group_id="info") for node in nodes]
+    ordered = [r.metadata.src_node_id for r in _exchange(grid, msgs, 1)]  # by partition id
+    return ordered + [n for n in nodes if n not in ordered]  # a failed node keeps its place last
+
+
 def _sample(nodes: list[int], cfg: FlowerConfig, t: int) -> list[int]:
     """``ceil(fraction_train * N)`` nodes of round `t`, drawn from ``(seed, t)``."""
     k = max(1, math.ceil(cfg.fraction_train * len(nodes)))
@@ -217,7 +225,7 @@ def make_server_app(
         ]
         test = load_test(cfg)
         meter, history = CommMeter(), []
-        nodes = _wait_for_nodes(grid, cfg.num_clients)
+        nodes = _by_partition(grid, _wait_for_nodes(grid, cfg.num_clients))
         global_state = {k: v.clone() for k, v in split.client.state_dict().items()}
         node_of: dict[int, int] = {}
         for t in range(cfg.rounds):
