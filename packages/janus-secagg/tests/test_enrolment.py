@@ -167,3 +167,20 @@ def test_enrol_rejects_bad_input(tmp_path, capsys, argv, match):
     err = capsys.readouterr().err
     assert match in err
     assert "Traceback" not in err
+
+
+def test_enrol_never_replaces_an_existing_file_without_force(tmp_path, capsys):
+    """New-user trial: `enrol --out op.key` overwrote the operator's private key."""
+    op = tmp_path / "op.key"
+    ClientKeys.generate().save(op)
+    secret = op.read_text()
+    clients = [f"--client={ClientKeys.generate().public.to_bytes().hex()}" for _ in range(3)]
+    a_pub = ServerKeys.generate().public.to_bytes().hex()
+    b_pub = ServerKeys.generate(box=True).public.to_bytes().hex()
+    argv = ["enrol", "--operator-key", str(op), "--a-pub", a_pub, "--b-pub", b_pub, "--dim", "4"]
+    argv += clients
+    assert main([*argv, "--out", str(op)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert op.read_text() == secret
+    assert main([*argv, "--out", str(tmp_path / "e.json")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "e.json"), "--force"]) == 0

@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     enrol.add_argument("--a-cert", help="PEM certificate of A's TLS listener (pinned)")
     enrol.add_argument("--b-cert", help="PEM certificate of B's TLS listener (pinned)")
     enrol.add_argument("--out", required=True, help="the enrolment file to write")
+    enrol.add_argument("--force", action="store_true", help="replace an existing --out file")
     enrol.add_argument("--dim", type=int, required=True, help="l, the update length")
     enrol.add_argument("--clip", type=float, default=8.0, help="C (default 8.0)")
     enrol.add_argument("--frac-bits", type=int, default=16, help="f (default 16)")
@@ -93,6 +94,8 @@ def enrol(args: argparse.Namespace) -> str:
     from .net import parse_public_key
     from .params import JanusParams
 
+    if Path(args.out).exists() and not args.force:
+        raise ValueError(f"`--out` {args.out} exists; pass --force to replace it")
     operator = ClientKeys.load(args.operator_key).signing
     texts = list(args.client)
     if args.clients_file:
