@@ -87,9 +87,21 @@ def test_b_killed_after_answering_refuses_the_round_when_restarted(params, tmp_p
     assert os.path.getsize(tmp_path / "b-state.jsonl") > 0
 
 
-def test_serve_b_takes_a_state_file(run_main):
+def test_serve_b_needs_a_state_file_or_an_explicit_no(run_main, tmp_path, params):
+    # trial finding (issue 16): without --state-file a restarted B answered rounds again, and
+    # nothing said so
     from janus_secagg.cli import main
+    from janus_secagg.testing import Deployment
 
-    result = run_main(main, "serve-b", "--help")
-    assert result.code == 0
-    assert "--state-file" in result.out
+    args = [
+        a for a in Deployment(tmp_path, params, 3).serve_args("b")[2:] if a != "--no-state-file"
+    ]
+    for extra, match in (
+        ([], "needs --state-file"),
+        (["--state-file", str(tmp_path / "missing" / "b.jsonl")], "does not exist"),
+        (["--state-file", str(tmp_path / "b.jsonl"), "--no-state-file"], "not both"),
+    ):
+        result = run_main(main, *args, *extra)
+        assert result.code == 2
+        assert match in result.err
+    assert not (tmp_path / "missing").exists()

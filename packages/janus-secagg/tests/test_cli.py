@@ -60,7 +60,7 @@ def test_cli_rejects_bad_numbers(argv, match):
         ("a", ["--b-port", "1", "--port", "70000"], "--port"),
         ("a", ["--b-port", "1", "--rounds", "0"], "--rounds"),
         ("a", ["--b-port", "1", "--linger", "-5"], "--linger"),
-        ("a", ["--b-port", "1", "--key-file", "{missing}"], "path"),
+        ("a", ["--b-port", "1", "--key-file", "{missing}"], "--key-file"),
         ("b", ["--enrolment", "{missing}"], "not an enrolment file"),
         ("b", ["--operator", "zz"], "hex verify key"),
         ("a", ["--b-port", "1", "--host", "999.1.1.1"], "--host 999.1.1.1"),

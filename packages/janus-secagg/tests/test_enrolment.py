@@ -2,9 +2,17 @@
 commands, and bad input."""
 
 import json
+import re
 
 import pytest
-from janus_secagg import ClientKeys, Enrolment, EnrolmentError, JanusParams, ServerKeys
+from janus_secagg import (
+    ClientKeys,
+    ClientPublicKey,
+    Enrolment,
+    EnrolmentError,
+    JanusParams,
+    ServerKeys,
+)
 from janus_secagg.cli import main
 from janus_secagg.testing import throwaway_certificates
 from nacl.signing import SigningKey
@@ -84,10 +92,20 @@ def test_create_rejects_bad_input(parts, change, error, match):
         Enrolment.create(**args)
 
 
-def test_create_rejects_a_repeated_key(parts):
+def test_create_rejects_a_repeated_key_and_mixed_roles(parts, tmp_path):
     operator, params, a, b, clients = parts
-    with pytest.raises(ValueError, match="twice"):
+    with pytest.raises(ValueError, match=f"key {clients[0].sign.hex()} twice"):
         Enrolment.create(operator, params, a, b, clients + clients[:1])
+    # trial finding (issue 16): the operator's or a server's key enrolled as a client, one
+    # certificate pinned for both servers
+    own = ClientPublicKey(bytes(operator.verify_key))
+    with pytest.raises(ValueError, match="operator's own key"):
+        Enrolment.create(operator, params, a, b, [*clients, own])
+    with pytest.raises(ValueError, match="server A's key"):
+        Enrolment.create(operator, params, a, b, [*clients, ClientPublicKey(a.sign)])
+    pem = (throwaway_certificates(tmp_path / "tls") / "a.pem").read_text()
+    with pytest.raises(ValueError, match="same: one per server"):
+        Enrolment.create(operator, params, a, b, clients, a_certificate=pem, b_certificate=pem)
 
 
 @pytest.mark.parametrize(
@@ -146,11 +164,19 @@ def test_keygen_and_enrol_commands(tmp_path, capsys):
         (["--b-cert", "{op}"], "b_certificate"),
         (["--min-clients", "9"], "min_clients"),
         (["--operator-key", "{missing}"], "cannot read"),
+        # trial finding (issue 16): errors name the flags, not the fields or a bare Errno
+        (["--dim", "0"], "`--dim` must be"),
+        (["--min-clients", "1"], "`--min-clients`"),
+        (["--clip", "1e-300"], "must be >= 1"),
+        (["--clients-file", "{missing}"], "`--clients-file`"),
+        (["--b-cert", "{missing}"], "`--b-cert`"),
+        (["--operator-key", "{client}"], "`--operator-key`.*holds a client key"),
     ],
 )
 def test_enrol_rejects_bad_input(tmp_path, capsys, argv, match):
-    paths = {"op": tmp_path / "op.key", "missing": tmp_path / "none.key"}
-    ClientKeys.generate().save(paths["op"])
+    paths = {"op": tmp_path / "op.key", "missing": tmp_path / "none", "client": tmp_path / "c.key"}
+    ClientKeys.generate().save(paths["op"], "operator")
+    ClientKeys.generate().save(paths["client"])
     base = {
         "--operator-key": str(paths["op"]),
         "--a-pub": ServerKeys.generate().public.to_bytes().hex(),
@@ -165,14 +191,14 @@ def test_enrol_rejects_bad_input(tmp_path, capsys, argv, match):
     args = ["enrol", *[x for kv in base.items() for x in kv], *clients, *extra]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert match in err
+    assert re.search(match, err), err
     assert "Traceback" not in err
 
 
 def test_enrol_never_replaces_an_existing_file_without_force(tmp_path, capsys):
     """New-user trial: `enrol --out op.key` overwrote the operator's private key."""
     op = tmp_path / "op.key"
-    ClientKeys.generate().save(op)
+    ClientKeys.generate().save(op, "operator")
     secret = op.read_text()
     clients = [f"--client={ClientKeys.generate().public.to_bytes().hex()}" for _ in range(3)]
     a_pub = ServerKeys.generate().public.to_bytes().hex()

@@ -88,7 +88,7 @@ def _round_one(deployment, b, mods, contexts, A, nodes=range(4)):
     for i in nodes:
         reply = mods[i](_message(1, janus_model_pin=pin), contexts[i], _trainer([]))
         A.receive(ToA.from_bytes(reply.content["arrays"]["janus.to-a"].numpy().tobytes()))
-    b.aggregate(A.participants(b.bindings()))
+    b.aggregate(A.participants(b.bindings(A.authorize("bindings"))))
     return A.aggregate(1), pin
 
 
@@ -104,7 +104,7 @@ def test_round_one_needs_the_pinned_model(site):
     reply = mods[0](_message(1, janus_model_pin=pin), contexts[0], _trainer([]))
     to_a = ToA.from_bytes(reply.content["arrays"]["janus.to-a"].numpy().tobytes())
     assert (to_a.round_id, len(to_a.y)) == (1, DIM + 1)
-    assert b.received() == [to_a.client_id]
+    assert b.received(deployment.authorize("received", 1)) == [to_a.client_id]
 
 
 def test_later_rounds_train_only_on_the_verified_aggregate(site):
@@ -176,7 +176,7 @@ def test_janus_mod_reads_its_trust_anchors_from_the_node_config(site, tmp_path):
         "janus-b-address": f"127.0.0.1:{b.port}", "janus-cache-dir": str(tmp_path / "ck"),
     })  # fmt: skip
     janus_mod(_message(1, janus_model_pin=_pin(A, b, _arrays())), context, _trainer([]))
-    assert b.received() == [deployment.clients[0].client_id]
+    assert b.received(deployment.authorize("received", 1)) == [deployment.clients[0].client_id]
 
 
 @pytest.mark.parametrize(

@@ -3,17 +3,22 @@ by the enrolment), 8 clients, 3 rounds, one dropout, exact result; then a fault-
 every client refuses.
 Each server runs in its own process group, ended by group id with bounded time-outs."""
 
+import socket
+
 import numpy as np
 import pytest
 from janus_secagg import (
     AggA,
     AggB,
+    Authorization,
     CommitmentKey,
     JanusParams,
+    ProtocolError,
+    UnauthorizedError,
     VerificationError,
     quantize,
 )
-from janus_secagg.net import Remote, start_server, stop_server
+from janus_secagg.net import CLOSE, Remote, max_frame, start_server, stop_server
 from janus_secagg.testing import Deployment
 
 DIM = 64
@@ -21,11 +26,13 @@ DIM = 64
 
 def _start_pair(deployment, a_module, fault):
     common = ["--linger", "30"]
-    b_proc, b_port = start_server(deployment.serve_args("b", *common))
+    logs = deployment.folder
+    b_proc, b_port = start_server(deployment.serve_args("b", *common), log_file=logs / "b.log")
     extra = ["--fault", fault] if fault else []
     try:
         a_proc, a_port = start_server(
-            deployment.serve_args("a", "--b-port", str(b_port), *common, *extra, module=a_module)
+            deployment.serve_args("a", "--b-port", str(b_port), *common, *extra, module=a_module),
+            log_file=logs / "a.log",
         )
     except RuntimeError:
         stop_server(b_proc)
@@ -64,7 +71,7 @@ def test_two_server_processes_exact_with_dropout_then_faulty_a_detected(network)
             a.submit(to_a)
             if i != dropout:
                 b.submit(to_b)
-        a.close_round(round_id)
+        a.close_round(deployment.authorize("close", round_id))
         kept = [i for i in range(8) if i != dropout]
         expected = sum(quantize(us[i], int(ws[i]), params) for i in kept)
         agg_a, agg_b = a.fetch(round_id, AggA), b.fetch(round_id, AggB)
@@ -81,7 +88,7 @@ def test_two_server_processes_exact_with_dropout_then_faulty_a_detected(network)
         to_a, to_b = client.prepare(rng.normal(size=DIM), 1, 1)
         a.submit(to_a)
         b.submit(to_b)
-    a.close_round(1)
+    a.close_round(deployment.authorize("close", 1))
     agg_a, agg_b = a.fetch(1, AggA), b.fetch(1, AggB)
     for client in clients:
         with pytest.raises(VerificationError):
@@ -108,7 +115,7 @@ def test_servers_answer_malformed_requests_and_keep_serving(network):
         if i == 0:
             to_b = client.prepare(us[i], 1, 1)[1]  # a retry reaches B only
         b.submit(to_b)
-    assert a.close_round(1).count == 3
+    assert a.close_round(deployment.authorize("close", 1)).count == 3
     agg_a, agg_b = a.fetch(1, AggA), b.fetch(1, AggB)
     assert np.abs(clients[1].finalize(agg_a, agg_b) - us[1:].mean(0)).max() <= 2.0**-17
     with pytest.raises(VerificationError, match="not in the participant set"):
@@ -127,3 +134,78 @@ def test_servers_answer_malformed_requests_and_keep_serving(network):
 def test_remote_rejects_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         Remote(**kwargs)
+
+
+def test_colluding_clients_can_neither_close_a_round_nor_see_who_submitted(network):
+    # trial finding (issue 16): with an open CLOSE, t - 1 = 2 colluders of 5 closed the round
+    # right after one honest client submitted and read its update off the mean (|U| = t)
+    deployment, a, b = network(5)
+    params = deployment.params
+    clients = deployment.janus_clients(CommitmentKey.derive(params))
+    us = np.random.default_rng(5).uniform(-1, 1, (5, DIM))
+
+    def submit(i):
+        to_a, to_b = clients[i].prepare(us[i], 1, 1)
+        a.submit(to_a)
+        b.submit(to_b)
+
+    for i in (0, 1, 2):  # colluders 0 and 1, then the victim 2
+        submit(i)
+    colluder = deployment.clients[0]
+    for request, call in (("close", a.close_round), ("received", a.received),
+                          ("received", b.received), ("bindings", b.bindings)):  # fmt: skip
+        for forged in (
+            Authorization.sign(colluder, params.context, request, 1),  # a client's key
+            Authorization(1, request, bytes(64)),  # no signature at all
+        ):
+            with pytest.raises(UnauthorizedError, match="not signed by server A"):
+                call(forged)
+    with pytest.raises(ValueError, match="Authorization"):
+        a.call(CLOSE, (1).to_bytes(8, "big"))  # the old unauthenticated request
+    with pytest.raises(UnauthorizedError, match="open round is 1"):
+        a.close_round(deployment.authorize("close", 2))
+    for i in (3, 4):  # the round stayed open
+        submit(i)
+    assert a.received(deployment.authorize("received", 1)) == sorted(c.client_id for c in clients)
+    close = deployment.authorize("close", 1)
+    assert a.close_round(close).count == 5  # A's operator closes it
+    with pytest.raises(UnauthorizedError, match="open round is 2"):
+        a.close_round(close)  # a replayed close
+    agg_a, agg_b = a.fetch(1, AggA), b.fetch(1, AggB)
+    assert np.abs(clients[2].finalize(agg_a, agg_b) - us.mean(0)).max() <= 2.0**-17
+    log = (deployment.folder / "a.log").read_text()
+    assert "close request from" in log
+    assert "not signed by server A" in log
+    assert "round 1 closed: |U| = 5" in log
+
+
+def test_servers_read_no_frame_longer_than_their_largest_message(network):
+    # trial finding (issue 16): any peer could make a server buffer a 1 GiB frame
+    deployment, a, _ = network(3)
+    limit = max_frame(deployment.params, 3)
+    assert limit < 8 * (DIM + 3) + 8192
+    with a._connect() as sock:
+        sock.sendall((100 << 20).to_bytes(4, "big") + bytes(1000))
+        assert sock.recv(100) == b""  # dropped without reading 100 MiB
+    assert a.keys() == deployment.enrolment.a  # and still serving
+    log = (deployment.folder / "a.log").read_text()
+    assert f"longer than the {limit} this server reads" in log
+
+
+def test_clear_errors_when_a_server_cannot_be_reached_or_speaks_tls(network):
+    deployment, a, _ = network(3)
+    with pytest.raises(ConnectionError, match=r"Remote\.to_server"):
+        Remote("127.0.0.1", a.port, timeout=10).keys()  # plain TCP to a TLS server
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        dead_port = unused.getsockname()[1]
+    proc, port = start_server(deployment.serve_args("a", "--b-port", str(dead_port)))
+    try:
+        lone_a = deployment.remote("a", port, 30)
+        for client in deployment.janus_clients(CommitmentKey.derive(deployment.params)):
+            lone_a.submit(client.prepare(np.zeros(DIM), 1, 1)[0])
+        reach = f"could not reach server B at 127.0.0.1:{dead_port}"
+        with pytest.raises(ProtocolError, match=reach):
+            lone_a.close_round(deployment.authorize("close", 1))
+    finally:
+        stop_server(proc)

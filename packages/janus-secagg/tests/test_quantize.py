@@ -36,6 +36,8 @@ def test_headroom_overflow_names_the_fields():
     [
         ({"dim": 0}, ValueError, "dim"),
         ({"dim": 2.5}, TypeError, "dim"),
+        ({"dim": 2**32 - 1}, ValueError, "dim"),  # l + 1 must fit the 4-byte vector length
+        ({"dim": 4, "clip": 1e-3, "frac_bits": 4}, ValueError, ">= 1"),  # everything one code
         ({"dim": 4, "clip": 0.0}, ValueError, "clip"),
         ({"dim": 4, "clip": float("nan")}, ValueError, "clip"),
         # float64 cannot encode u + C to 2^-(f+1) once 2C * 2^f > 2^44 (trial finding F7)

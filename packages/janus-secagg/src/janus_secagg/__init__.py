@@ -23,11 +23,12 @@ from .errors import (
     NotEnrolledError,
     ProtocolError,
     ReplayError,
+    UnauthorizedError,
     UnverifiedModelError,
     VerificationError,
 )
 from .keys import ClientKeys, ClientPublicKey, ServerKeys, ServerPublicKeys
-from .messages import AggA, AggB, ModelPin, ParticipantSet, ToA, ToB
+from .messages import AggA, AggB, Authorization, ModelPin, ParticipantSet, ToA, ToB
 from .params import JanusParams
 from .prg import mask
 from .quantize import dequantize, quantize
@@ -63,6 +64,7 @@ __all__ = [
     "AggA",
     "AggB",
     "ModelPin",
+    "Authorization",
     # errors
     "ProtocolError",
     "ReplayError",
@@ -72,4 +74,5 @@ __all__ = [
     "ExcludedError",
     "UnverifiedModelError",
     "CertificatePinError",
+    "UnauthorizedError",
 ]

@@ -10,6 +10,7 @@ after Pu et al., ICML 2025).
 """
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -76,14 +77,16 @@ def keygen(role: str, out: str, force: bool = False) -> str:
     """
     from .keys import ClientKeys, ServerKeys
 
-    if Path(out).exists() and not force:
+    if os.path.lexists(out) and not force:
         raise ValueError(f"`--out` {out} exists; pass --force to replace the key in it")
+    if not Path(out).resolve().parent.is_dir():
+        raise ValueError(f"`--out` {out}: its directory does not exist")
     if role in ("a", "b"):
         keys = ServerKeys.generate(box=role == "b")
         keys.save(out)
         return keys.public.to_bytes().hex()
     client = ClientKeys.generate()
-    client.save(out)
+    client.save(out, role)
     return client.public.to_bytes().hex()
 
 
@@ -96,10 +99,10 @@ def enrol(args: argparse.Namespace) -> str:
 
     if Path(args.out).exists() and not args.force:
         raise ValueError(f"`--out` {args.out} exists; pass --force to replace it")
-    operator = ClientKeys.load(args.operator_key).signing
+    operator = ClientKeys.load(args.operator_key, "operator", "--operator-key").signing
     texts = list(args.client)
     if args.clients_file:
-        lines = Path(args.clients_file).read_text(encoding="ascii").splitlines()
+        lines = _read_text(args.clients_file, "--clients-file").splitlines()
         texts += [ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip()]
     clients = []
     for text in texts:
@@ -108,17 +111,24 @@ def enrol(args: argparse.Namespace) -> str:
         except (ValueError, TypeError):
             raise ValueError(f"client key {text!r:.70} is not 32 bytes of hex") from None
 
-    def read(path):
-        return None if path is None else Path(path).read_text(encoding="ascii")
-
-    params = JanusParams(
-        dim=args.dim, clip=args.clip, frac_bits=args.frac_bits, min_clients=args.min_clients,
-        max_total_weight=args.max_total_weight,
-    )  # fmt: skip
+    try:
+        params = JanusParams(
+            dim=args.dim, clip=args.clip, frac_bits=args.frac_bits,
+            min_clients=args.min_clients, max_total_weight=args.max_total_weight,
+        )  # fmt: skip
+    except (ValueError, TypeError) as error:  # name the flags, not the fields
+        text = str(error)
+        for field in ("dim", "clip", "frac_bits", "min_clients", "max_total_weight"):
+            text = text.replace(f"`{field}`", f"`--{field.replace('_', '-')}`")
+        raise type(error)(text) from None
+    certificates = {
+        f"{role}_certificate": _read_text(path, f"--{role}-cert")
+        for role, path in (("a", args.a_cert), ("b", args.b_cert))
+        if path is not None
+    }
     enrolment = Enrolment.create(
         operator, params, parse_public_key(args.a_pub, "--a-pub"),
-        parse_public_key(args.b_pub, "--b-pub"), clients, a_certificate=read(args.a_cert),
-        b_certificate=read(args.b_cert),
+        parse_public_key(args.b_pub, "--b-pub"), clients, **certificates,
     )  # fmt: skip
     enrolment.save(args.out)
     tls = ", ".join(
@@ -128,6 +138,13 @@ def enrol(args: argparse.Namespace) -> str:
         f"wrote {args.out}: {len(clients)} clients, l = {params.dim}, t = {params.min_clients}, "
         f"TLS: {tls or 'none (plain TCP)'}; operator {bytes(operator.verify_key).hex()}"
     )
+
+
+def _read_text(path, flag: str) -> str:
+    try:
+        return Path(path).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"`{flag}` {path}: cannot read it: {error}") from None
 
 
 def main(argv=None) -> int:

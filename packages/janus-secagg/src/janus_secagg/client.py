@@ -128,8 +128,9 @@ def verify_aggregate(
         raise VerificationError("the aggregate does not open the aggregated commitment C_U")
     if client_id is not None and int(client_id) not in agg_a.ids:
         raise ExcludedError(
-            f"client {client_id} submitted to both servers in round {agg_a.round_id} but is "
-            f"not in the participant set U (|U| = {agg_a.count}): server A left it out"
+            f"client {client_id} prepared round {agg_a.round_id} but is not in the participant "
+            f"set U (|U| = {agg_a.count}): server A left it out, or one of its two messages "
+            "never reached its server (then pass submitted=False)"
         )
     return X
 

@@ -129,6 +129,8 @@ class Enrolment:
         if not isinstance(operator_key, SigningKey):
             raise TypeError(f"`operator_key` must be a nacl SigningKey, got {type(operator_key)}")
         body = _body(params, a, b, clients, a_certificate, b_certificate)
+        if bytes(operator_key.verify_key).hex() in body["clients"]:
+            raise ValueError("`clients` holds the operator's own key: keep roles apart")
         signature = operator_key.sign(_canonical(body)).signature
         return cls._from_body(body, bytes(operator_key.verify_key), signature)
 
@@ -230,14 +232,21 @@ def _body(params, a, b, clients, a_certificate, b_certificate) -> dict:
     for c in clients:
         if not isinstance(c, ClientPublicKey):
             raise TypeError(f"`clients` must hold ClientPublicKey, got {type(c).__name__}")
+    seen: set[bytes] = set()
+    for c in clients:
+        if c.sign in seen:
+            raise ValueError(f"`clients` holds the key {c.sign.hex()} twice")
+        if c.sign in (a.sign, b.sign):
+            raise ValueError(f"`clients` holds server {'A' if c.sign == a.sign else 'B'}'s key")
+        seen.add(c.sign)
     ids = [c.client_id for c in clients]
-    if len(set(ids)) != len(ids):
-        raise ValueError("`clients` holds a key twice")
     if len(ids) < params.min_clients:
         raise ValueError(
             f"`clients`: {len(ids)} enrolled < min_clients = {params.min_clients}: no round "
             "could ever be aggregated"
         )
+    if a_certificate is not None and a_certificate == b_certificate:
+        raise ValueError("`a_certificate` and `b_certificate` are the same: one per server")
     ordered = sorted(clients, key=lambda c: c.client_id)
     return {
         "format": FORMAT,

@@ -1,5 +1,6 @@
 """The protocol's exceptions (spec §3; issue 16): a refused message, a replay, a failed
-verification, an unauthorised key, an excluded client, an unverified model, a wrong TLS peer."""
+verification, an unauthorised key or request, an excluded client, an unverified model, a
+wrong TLS peer."""
 
 
 class ProtocolError(Exception):
@@ -9,6 +10,11 @@ class ProtocolError(Exception):
 
 class ReplayError(ProtocolError):
     """A message signed for an earlier round arrived after that round closed."""
+
+
+class UnauthorizedError(ProtocolError):
+    """A request only server A may make (close a round, read who submitted or B's bindings)
+    lacks A's signature for the open round."""
 
 
 class NotEnrolledError(ProtocolError):

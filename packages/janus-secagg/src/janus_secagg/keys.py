@@ -4,8 +4,10 @@ X25519 box key, all from PyNaCl (libsodium).
 A client joins with the servers' public keys only: no pairwise keys, no secret sharing.
 """
 
+import errno
 import hashlib
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,32 +28,79 @@ def verify_signature(public: bytes, message: bytes, signature: bytes) -> bool:
     return True
 
 
-def write_secret(path, secret: bytes) -> None:
-    """Write `secret` as one hex line to `path`, mode 0600 (an existing file is replaced)."""
-    fd = os.open(Path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        os.chmod(fd, 0o600)
-        handle.write(secret.hex() + "\n")
+#: What each role's key file holds (its first line names the role: ``janus-secagg key: a``).
+KEY_ROLES = {
+    "operator": "the operator's signing key",
+    "a": "server A's keys",
+    "b": "server B's keys",
+    "client": "a client key",
+}
+_HEADER = "janus-secagg key: "
 
 
-def read_secret(path, sizes: tuple[int, ...], what: str) -> bytes:
-    """The bytes of a hex key file written by ``write_secret``.
+def write_secret(path, secret: bytes, role: str) -> None:
+    """Write `secret` to `path`, mode 0600: a line naming `role`, then the hex. An existing
+    file is replaced; a symbolic link is refused, not followed.
 
     Raises
     ------
     ValueError
-        If the file cannot be read, is not hex, or its length is not in `sizes` (the message
-        names `path` and `what` it should hold).
+        If `path` is a symbolic link (dangling or not).
     """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
     try:
-        secret = bytes.fromhex(Path(path).read_text(encoding="ascii").strip())
+        fd = os.open(Path(path), flags, 0o600)
     except OSError as error:
-        raise ValueError(f"`path` {path}: cannot read the key file: {error}") from None
-    except ValueError:  # not ASCII, or not hex
-        raise ValueError(f"`path` {path} does not hold hex-encoded {what}") from None
+        if error.errno == errno.ELOOP:
+            raise ValueError(
+                f"`path` {path} is a symbolic link; write keys to a plain file"
+            ) from None
+        raise
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        os.chmod(fd, 0o600)
+        handle.write(f"{_HEADER}{role}\n{secret.hex()}\n")
+
+
+def read_secret(path, sizes: tuple[int, ...], roles: tuple[str, ...], name: str = "path"):
+    """The role and bytes of a key file written by ``write_secret``; warns (``UserWarning``) if
+    other users may read it.
+
+    Raises
+    ------
+    ValueError
+        If the file cannot be read, is not a key file, holds another role's key than `roles`,
+        or its key is not hex of a length in `sizes` (the message names `name` and the path).
+    """
+    expected = " or ".join(KEY_ROLES[r] for r in roles)
+    try:
+        lines = Path(path).read_text(encoding="ascii").splitlines()
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise ValueError(f"`{name}` {path}: cannot read the key file: {error}") from None
+    except ValueError:  # not ASCII
+        raise ValueError(f"`{name}` {path} is not a janus-secagg key file") from None
+    if len(lines) != 2 or not lines[0].startswith(_HEADER):
+        raise ValueError(
+            f"`{name}` {path} is not a janus-secagg key file (a line '{_HEADER}<role>', then "
+            "the key in hex): make one with `janus-secagg keygen`"
+        )
+    role = lines[0][len(_HEADER) :].strip()
+    if role not in roles:
+        held = KEY_ROLES.get(role, f"a key of unknown role {role!r}")
+        raise ValueError(f"`{name}` {path} holds {held}, not {expected}")
+    try:
+        secret = bytes.fromhex(lines[1].strip())
+    except ValueError:
+        raise ValueError(f"`{name}` {path} does not hold hex-encoded {expected}") from None
     if len(secret) not in sizes:
-        raise ValueError(f"`path` {path} does not hold {what}")
-    return secret
+        raise ValueError(f"`{name}` {path} does not hold {expected} ({len(secret)} bytes)")
+    if mode & 0o077:
+        warnings.warn(
+            f"`{name}` {path} may be read by other users (mode {mode & 0o777:o}): chmod 600 it",
+            UserWarning,
+            stacklevel=3,
+        )
+    return role, secret
 
 
 def _check_key_bytes(data, name: str) -> bytes:
@@ -113,23 +162,31 @@ class ServerKeys:
         return cls(SigningKey.generate(), PrivateKey.generate() if box else None)
 
     def save(self, path) -> None:
-        """Write the private keys (hex, one line) to a new file readable by its owner only
-        (mode 0600); an existing file is replaced and its mode set to 0600."""
-        secret = bytes(self.signing) + (bytes(self.box) if self.box is not None else b"")
-        write_secret(path, secret)
-
-    @classmethod
-    def load(cls, path) -> "ServerKeys":
-        """Read keys written by ``save``.
+        """Write the private keys to a file readable by its owner only (mode 0600), tagged as
+        server B's if they hold a box key, else A's; an existing file is replaced.
 
         Raises
         ------
         ValueError
-            If the file cannot be read or does not hold 32 or 64 hex-encoded bytes (the
-            message names `path`).
+            If `path` is a symbolic link.
         """
-        secret = read_secret(path, (KEY_BYTES, 2 * KEY_BYTES), "server keys")
-        box = PrivateKey(secret[KEY_BYTES:]) if len(secret) > KEY_BYTES else None
+        secret = bytes(self.signing) + (bytes(self.box) if self.box is not None else b"")
+        write_secret(path, secret, "a" if self.box is None else "b")
+
+    @classmethod
+    def load(cls, path, name: str = "path") -> "ServerKeys":
+        """Read keys written by ``save`` (or ``janus-secagg keygen --role a|b``).
+
+        Raises
+        ------
+        ValueError
+            If the file cannot be read, is not a server key file (another role's, such as a
+            client's), or its key has the wrong length (the message names `name`).
+        """
+        role, secret = read_secret(path, (KEY_BYTES, 2 * KEY_BYTES), ("a", "b"), name)
+        if len(secret) != (KEY_BYTES if role == "a" else 2 * KEY_BYTES):
+            raise ValueError(f"`{name}` {path} does not hold {KEY_ROLES[role]}")
+        box = PrivateKey(secret[KEY_BYTES:]) if role == "b" else None
         return cls(SigningKey(secret[:KEY_BYTES]), box)
 
     @property
@@ -186,20 +243,30 @@ class ClientKeys:
         """A fresh random Ed25519 signing key (PyNaCl ``SigningKey.generate``)."""
         return cls(SigningKey.generate())
 
-    def save(self, path) -> None:
-        """Write the 32-byte Ed25519 seed (hex) to `path`, mode 0600."""
-        write_secret(path, bytes(self.signing))
-
-    @classmethod
-    def load(cls, path) -> "ClientKeys":
-        """Read a key written by ``save`` (or ``janus-secagg keygen --role client``).
+    def save(self, path, role: str = "client") -> None:
+        """Write the 32-byte Ed25519 seed to `path`, mode 0600, tagged with `role` ("client",
+        or "operator" for the operator's signing key).
 
         Raises
         ------
         ValueError
-            If the file cannot be read or does not hold a 32-byte hex key (names `path`).
+            If `role` is neither, or `path` is a symbolic link.
         """
-        return cls(SigningKey(read_secret(path, (KEY_BYTES,), "a client key")))
+        if role not in ("client", "operator"):
+            raise ValueError(f"`role` must be 'client' or 'operator', got {role!r}")
+        write_secret(path, bytes(self.signing), role)
+
+    @classmethod
+    def load(cls, path, role: str = "client", name: str = "path") -> "ClientKeys":
+        """Read a key written by ``save`` (or ``janus-secagg keygen --role client|operator``).
+
+        Raises
+        ------
+        ValueError
+            If the file cannot be read, holds another role's key than `role`, or is not a
+            32-byte key (the message names `name`).
+        """
+        return cls(SigningKey(read_secret(path, (KEY_BYTES,), (role,), name)[1]))
 
     @property
     def public(self) -> ClientPublicKey:

@@ -10,6 +10,7 @@ length, points as 48-byte compressed G1 decoded with subgroup checks.
 ``ParticipantSet`` |U| (4), sorted ids (8 each), A's signature (64)
 ``AggA``/``AggB``  |U| (4), sorted U (8 each), C_U (48), vector (4 + 8(l+1)), P (32), sig (64)
 ``ModelPin``       digest of the model's layout (32), of its values (32), A's and B's sig (64 each)
+``Authorization``  request code (1), A's signature (64)
 =================  ==========================================================================
 
 Version 2 (issue 16) sends U itself in both aggregates, 8 bytes per participant, so that every
@@ -368,5 +369,62 @@ class ModelPin(_Message):
         r = _Reader(data, cls.KIND, "ModelPin")
         msg = cls(r.round_id, r.take(32), r.take(32), r.take(SIGNATURE_BYTES),
                   r.take(SIGNATURE_BYTES))  # fmt: skip
+        r.end()
+        return msg
+
+
+#: Requests only server A's key holder may make (issue 16): close A's open round, read who
+#: submitted to a server (U_A, U_B), read B's bindings (``ServerB.bindings``).
+AUTHORIZED_REQUESTS = ("close", "received", "bindings")
+
+
+@dataclass(frozen=True, eq=False)
+class Authorization(_Message):
+    """A's signature on one request for one round: "close", "received" or "bindings".
+
+    Who closes a round chooses |U|: if anyone could, |U| - 1 colluding clients would close it
+    right after one honest client submitted and read that client's update off the mean
+    (README, threat model). The servers serve these requests for the open round only, and
+    only with A's signature (``UnauthorizedError``); A makes them with its own key
+    (``ServerA.authorize``, or ``Authorization.sign`` with A's key file elsewhere).
+    """
+
+    round_id: int
+    request: str
+    signature: bytes
+
+    KIND = 7
+
+    def __post_init__(self):
+        if self.request not in AUTHORIZED_REQUESTS:
+            raise ValueError(
+                f"`request` must be one of {AUTHORIZED_REQUESTS}, got {self.request!r}"
+            )
+
+    @classmethod
+    def sign(cls, keys, domain: bytes, request: str, round_id: int) -> "Authorization":
+        """`request` for round `round_id`, signed with A's ``ServerKeys`` `keys` (`domain` is
+        ``JanusParams.context``)."""
+        unsigned = cls(int(round_id), request, b"")
+        return cls(int(round_id), request, keys.sign(unsigned.payload(domain)))
+
+    def payload(self, domain: bytes) -> bytes:
+        """The bytes A signs: domain, the request's name, round."""
+        return domain + b"|authorize|" + self.request.encode() + b"|" + _U64.pack(self.round_id)
+
+    def to_bytes(self) -> bytes:
+        """The wire encoding ``from_bytes`` reads (header, request code, A's signature)."""
+        code = AUTHORIZED_REQUESTS.index(self.request)
+        return _HEAD.pack(VERSION, self.KIND, self.round_id) + bytes([code]) + self.signature
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Authorization":
+        """Decode; ValueError on a wrong version/type, unknown request, truncation or trailing
+        bytes."""
+        r = _Reader(data, cls.KIND, "Authorization")
+        code = r.take(1)[0]
+        if code >= len(AUTHORIZED_REQUESTS):
+            raise ValueError(f"Authorization: unknown request code {code}")
+        msg = cls(r.round_id, AUTHORIZED_REQUESTS[code], r.take(SIGNATURE_BYTES))
         r.end()
         return msg

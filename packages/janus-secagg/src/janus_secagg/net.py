@@ -4,44 +4,69 @@ frames, a blocking client stub.
 Frame: 4-byte big-endian length, then the payload. Request payload: one op byte and a body;
 response: one status byte (0 ok, 1 ProtocolError, 2 ReplayError, 3 ValueError,
 4 NotEnrolledError) and a body. There is no registration request: the servers take their clients
-from the operator-signed enrolment file (issue 16). ``janus-secagg serve-a|serve-b --enrolment
-FILE --operator HEX --key-file F (--tls-cert C --tls-key K | --insecure)`` prints
-``LISTENING <port>`` and exits on SIGTERM, or ``--linger`` seconds after ``--rounds`` rounds.
+from the operator-signed enrolment file (issue 16). Closing a round, reading who submitted and
+reading B's bindings need A's signature (``Authorization``): who closes a round chooses |U|.
+A request frame may be no longer than the largest message of the enrolment's parameters, and a
+server serves at most ``max_connections`` connections at once. ``janus-secagg serve-a|serve-b
+--enrolment FILE --operator HEX --key-file F (--tls-cert C --tls-key K | --insecure)`` prints
+``LISTENING <port>``, logs to stderr, and exits on SIGTERM, or ``--linger`` seconds after
+``--rounds`` rounds.
 """
 
 import argparse
 import asyncio
+import collections
+import logging
 import numbers
 import os
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from icml25_core import check_scalar
 
 from .enrolment import Enrolment, certificate_pem
-from .errors import NotEnrolledError, ProtocolError, ReplayError
+from .errors import NotEnrolledError, ProtocolError, ReplayError, UnauthorizedError
 from .keys import ServerKeys, ServerPublicKeys
-from .messages import AggA, AggB, ModelPin, ParticipantSet, ToA, ToB
+from .messages import AggA, AggB, Authorization, ModelPin, ParticipantSet, ToA, ToB
 from .server import ServerA, ServerB
 from .tls import PinnedTLS, server_context
 
 KEYS, SUBMIT, RECEIVED, PARTICIPANTS, CLOSE, FETCH, BINDINGS, PIN = range(1, 9)
+_OP_NAMES = dict(enumerate(
+    ("keys", "submit", "received", "participants", "close", "fetch", "bindings", "pin"), 1
+))  # fmt: skip
 #: Seconds a server waits for the rest of a request before dropping the connection.
 READ_TIMEOUT = 60.0
+#: Frame bytes allowed beyond 8 bytes per vector entry and per enrolled client.
+FRAME_SLACK = 4096
 _LEN = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
-MAX_FRAME = 1 << 30
-_ERRORS = {1: ProtocolError, 2: ReplayError, 3: ValueError, 4: NotEnrolledError}
+_ERRORS = {
+    1: ProtocolError,
+    2: ReplayError,
+    3: ValueError,
+    4: NotEnrolledError,
+    5: UnauthorizedError,
+}
+log = logging.getLogger("janus_secagg.net")
 
 
-async def _read_frame(reader: asyncio.StreamReader) -> bytes:
+def max_frame(params, n_clients: int) -> int:
+    """Longest request a server reads: 8 bytes per vector entry and per client, plus
+    ``FRAME_SLACK`` (a ``ToA`` is 8(l+1) + 260 bytes, a ``ParticipantSet`` 8|U| + 78)."""
+    return FRAME_SLACK + 8 * (params.length + n_clients)
+
+
+async def _read_frame(reader: asyncio.StreamReader, limit: int) -> bytes:
     (n,) = _LEN.unpack(await reader.readexactly(_LEN.size))
-    if n > MAX_FRAME:
-        raise ValueError(f"frame of {n} bytes is too large")
+    if n > limit:
+        raise ValueError(f"frame of {n} bytes is longer than the {limit} this server reads")
     return await reader.readexactly(n)
 
 
@@ -125,7 +150,7 @@ class Remote:
 
         Raises
         ------
-        ProtocolError, ReplayError, NotEnrolledError, ValueError
+        ProtocolError, ReplayError, NotEnrolledError, UnauthorizedError, ValueError
             The server's refusal.
         CertificatePinError
             If the server's TLS certificate is not the pinned one.
@@ -133,9 +158,24 @@ class Remote:
             If the server cannot be reached.
         """
         with self._connect() as sock:
-            sock.sendall(_frame(bytes([op]) + body))
-            head = self._recv(sock, _LEN.size)
-            payload = self._recv(sock, _LEN.unpack(head)[0])
+            try:
+                sock.sendall(_frame(bytes([op]) + body))
+                head = self._recv(sock, _LEN.size)
+                payload = self._recv(sock, _LEN.unpack(head)[0])
+            except ssl.SSLError as error:  # e.g. the server refused our client certificate
+                raise ConnectionError(
+                    f"TLS session with {host_port(self)} failed ({error}): the server may "
+                    "require a client certificate (--tls-client-ca)"
+                ) from error
+            except ConnectionError as error:
+                hint = (
+                    "; a TLS server drops plain connections: make the stub with "
+                    "Remote.to_server(enrolment, ...) or tls=PinnedTLS(...)"
+                    if self.tls is None
+                    else "; a server started with --tls-client-ca drops clients without a "
+                    "client certificate it accepts (client_cert=, client_key=)"
+                )
+                raise ConnectionError(f"{host_port(self)}: {error}{hint}") from error
         status, rest = payload[0], payload[1:]
         if status:
             raise _ERRORS.get(status, ProtocolError)(rest.decode("utf-8", "replace"))
@@ -162,13 +202,15 @@ class Remote:
             raise TypeError(f"`msg` must be a ToA or ToB, got {type(msg).__name__}")
         self.call(SUBMIT, msg.to_bytes())
 
-    def received(self) -> list[int]:
-        """B's U_B: sorted ids of the clients whose message of the open round it accepted."""
-        return _read_ids(self.call(RECEIVED))
+    def received(self, authorization: Authorization) -> list[int]:
+        """Sorted ids of the clients whose message of the open round the server accepted
+        (U_A or U_B); `authorization` is A's signed "received" for that round."""
+        return _read_ids(self.call(RECEIVED, _authorization(authorization, "received")))
 
-    def bindings(self) -> dict[int, bytes]:
-        """B's ``ServerB.bindings``: U_B with each client's message digest (for A)."""
-        return _read_bindings(self.call(BINDINGS))
+    def bindings(self, authorization: Authorization) -> dict[int, bytes]:
+        """B's ``ServerB.bindings``: U_B with each client's message digest (A's call, with
+        A's signed "bindings" for the open round: ``ServerA.authorize``)."""
+        return _read_bindings(self.call(BINDINGS, _authorization(authorization, "bindings")))
 
     def aggregate(self, participants: ParticipantSet) -> AggB:
         """Send A's signed participant set to B; B's signed ``AggB`` (server A's call)."""
@@ -178,13 +220,40 @@ class Remote:
         """Send A's signed model pin to B; the pin with B's signature (``ServerB.pin_model``)."""
         return ModelPin.from_bytes(self.call(PIN, pin.to_bytes()))
 
-    def close_round(self, round_id: int) -> AggA:
-        """Ask A to fix U with B, have B answer, and publish A's aggregate."""
-        return AggA.from_bytes(self.call(CLOSE, _U64.pack(round_id)))
+    def close_round(self, authorization: Authorization) -> AggA:
+        """Ask A to close its open round: fix U with B, have B answer, publish A's aggregate.
+
+        Only A's operator may: `authorization` is ``Authorization.sign(a_keys,
+        params.context, "close", round_id)`` with A's keys (``ServerKeys.load`` of A's key
+        file); anyone else gets ``UnauthorizedError``.
+        """
+        return AggA.from_bytes(self.call(CLOSE, _authorization(authorization, "close")))
 
     def fetch(self, round_id: int, cls):
         """The published aggregate (``AggA`` from A, ``AggB`` from B) of a round."""
         return cls.from_bytes(self.call(FETCH, _U64.pack(round_id)))
+
+
+def host_port(remote: Remote) -> str:
+    """``host:port`` of a stub, for messages."""
+    return f"{remote.host}:{remote.port}"
+
+
+def _authorization(authorization, request: str) -> bytes:
+    if not isinstance(authorization, Authorization) or authorization.request != request:
+        raise TypeError(
+            f"`authorization` must be A's Authorization for {request!r} "
+            f"(Authorization.sign(a_keys, params.context, {request!r}, round_id))"
+        )
+    return authorization.to_bytes()
+
+
+def _error_reply(error: Exception) -> bytes:
+    """The status byte and text of a refused request (``_ERRORS`` on the client's side);
+    3 (ValueError) for a malformed request."""
+    kinds = ((5, UnauthorizedError), (2, ReplayError), (4, NotEnrolledError), (1, ProtocolError))
+    status = next((code for code, kind in kinds if isinstance(error, kind)), 3)
+    return bytes([status]) + str(error).encode()
 
 
 class Service:
@@ -198,17 +267,31 @@ class Service:
     rounds : int, optional
         Stop `linger` seconds after this many rounds have closed.
     linger : float, default=10.0
+    max_connections : int, default=64
+        Connections served at once; more are dropped (each holds at most one request frame,
+        ``max_frame`` bytes).
     """
 
-    def __init__(self, server, peer=None, rounds=None, linger: float = 10.0):
+    def __init__(self, server, peer=None, rounds=None, linger: float = 10.0,
+                 max_connections: int = 64):  # fmt: skip
+        check_scalar(max_connections, "max_connections", kind=numbers.Integral, low=1)
         self.server, self.peer, self.rounds, self.linger = server, peer, rounds, linger
+        self.max_connections, self.active = int(max_connections), 0
         self.closed_rounds = 0
         self.stop: asyncio.Event | None = None  # made by run(), in its event loop
 
     async def _peer_call(self, op: int, body: bytes) -> bytes:
         if self.peer is None:
             raise ProtocolError("this server has no peer")
-        return await asyncio.to_thread(self.peer.call, op, body)
+        try:
+            return await asyncio.to_thread(self.peer.call, op, body)
+        except ProtocolError as error:
+            raise type(error)(f"server B refused: {error}") from error
+        except OSError as error:
+            log.error("cannot reach server B at %s: %s", host_port(self.peer), error)
+            raise ProtocolError(
+                f"server A could not reach server B at {host_port(self.peer)}: {error}"
+            ) from error
 
     async def _dispatch(self, op: int, body: bytes) -> bytes:
         s = self.server
@@ -218,8 +301,10 @@ class Service:
             s.receive((ToA if isinstance(s, ServerA) else ToB).from_bytes(body))
             return b""
         if op == RECEIVED:
+            s.check_authorization(Authorization.from_bytes(body), "received")
             return _ids(s.received)
         if op == BINDINGS and isinstance(s, ServerB):
+            s.check_authorization(Authorization.from_bytes(body), "bindings")
             return _bindings(s.bindings)
         if op == FETCH:
             t = _U64.unpack(body)[0]
@@ -229,47 +314,56 @@ class Service:
         if op == PIN and isinstance(s, ServerB):
             return s.pin_model(ModelPin.from_bytes(body)).to_bytes()
         if op == PARTICIPANTS and isinstance(s, ServerB):
-            out = s.aggregate(ParticipantSet.from_bytes(body)).to_bytes()
-            self._round_closed()
-            return out
+            answer = s.aggregate(ParticipantSet.from_bytes(body))
+            self._round_closed(answer)
+            return answer.to_bytes()
         if op == CLOSE and isinstance(s, ServerA):
-            t = _U64.unpack(body)[0]
-            if t != s.round_id:
-                raise ProtocolError(f"round {t} is not the open round {s.round_id}")
-            u_b = _read_bindings(await self._peer_call(BINDINGS, b""))
-            pset = s.participants(u_b)
+            t = s.round_id
+            s.check_authorization(Authorization.from_bytes(body), "close")
+            bindings = await self._peer_call(BINDINGS, s.authorize("bindings").to_bytes())
+            pset = s.participants(_read_bindings(bindings))
             AggB.from_bytes(await self._peer_call(PARTICIPANTS, pset.to_bytes()))
-            out = s.aggregate(t).to_bytes()
-            self._round_closed()
-            return out
+            out = s.aggregate(t)
+            self._round_closed(out)
+            return out.to_bytes()
         raise ProtocolError(f"unknown request {op} for {type(s).__name__}")
 
-    def _round_closed(self) -> None:
+    def _round_closed(self, out) -> None:
+        log.info("round %d closed: |U| = %d", out.round_id, out.count)
         self.closed_rounds += 1
         if self.rounds is not None and self.closed_rounds >= self.rounds:
             assert self.stop is not None  # requests are served only inside run()
             asyncio.get_running_loop().call_later(self.linger, self.stop.set)
 
+    @property
+    def max_frame(self) -> int:
+        """The longest request frame this server reads (``max_frame`` of its parameters)."""
+        return max_frame(self.server.params, len(self.server.clients))
+
     async def _handle(self, reader, writer) -> None:
+        peer = writer.get_extra_info("peername")
+        if self.active >= self.max_connections:
+            log.warning("dropped a connection from %s: %d connections open", peer, self.active)
+            writer.close()
+            return
+        self.active += 1
         try:
-            request = await asyncio.wait_for(_read_frame(reader), READ_TIMEOUT)
+            request = await asyncio.wait_for(_read_frame(reader, self.max_frame), READ_TIMEOUT)
+            name = _OP_NAMES.get(request[0], "unknown") if request else "empty"
             try:
                 if not request:
                     raise ValueError("empty request: no op byte")
                 reply = b"\x00" + await self._dispatch(request[0], request[1:])
-            except ReplayError as error:
-                reply = b"\x02" + str(error).encode()
-            except NotEnrolledError as error:
-                reply = b"\x04" + str(error).encode()
-            except ProtocolError as error:
-                reply = b"\x01" + str(error).encode()
-            except (ValueError, TypeError, struct.error) as error:
-                reply = b"\x03" + str(error).encode()
+            except (ProtocolError, ValueError, TypeError, struct.error) as error:
+                reply = _error_reply(error)
+                log.warning("%s request from %s refused: %s", name, peer, error)
             writer.write(_frame(reply))
             await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError, TimeoutError, OSError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError, TimeoutError,
+                OSError) as error:  # fmt: skip
+            log.warning("connection from %s dropped: %s", peer, error or type(error).__name__)
         finally:
+            self.active -= 1
             writer.close()
 
     async def run(self, host: str, port: int, announce=print, tls=None) -> None:
@@ -315,8 +409,11 @@ def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = Non
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=None, help="exit after this many rounds")
     parser.add_argument("--linger", type=float, default=10.0, help="seconds served after --rounds")
-    parser.set_defaults(b_host="127.0.0.1", b_port=None, state_file=None, client_cert=None,
-                        client_key=None)  # fmt: skip
+    parser.add_argument(
+        "--max-connections", type=int, default=64, help="connections served at once (64)"
+    )
+    parser.set_defaults(b_host="127.0.0.1", b_port=None, state_file=None, no_state_file=False,
+                        client_cert=None, client_key=None)  # fmt: skip
     if role in (None, "a"):
         parser.add_argument("--b-host", default="127.0.0.1", help="server B's host (serve-a)")
         parser.add_argument("--b-port", type=int, default=None, help="server B's port (serve-a)")
@@ -327,8 +424,13 @@ def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = Non
     if role in (None, "b"):
         parser.add_argument(
             "--state-file", default=None,
-            help="B's record of answered rounds (serve-b): a restarted B refuses the rounds it "
-            "answered (default: in memory, for this process only)",
+            help="B's record of answered rounds (serve-b, required unless --no-state-file): a "
+            "restarted B refuses the rounds it answered; its directory must exist",
+        )  # fmt: skip
+        parser.add_argument(
+            "--no-state-file", action="store_true",
+            help="keep B's record in memory only: a restarted B would answer a round twice "
+            "(tests and throwaway runs)",
         )  # fmt: skip
 
 
@@ -371,16 +473,18 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
     the enrolment pins B's certificate. `make_server(role, enrolment, keys, state)` builds the
     server (tests inject faulty ones).
     """
-    if role == "a" and args.b_port is None:
-        print("serve-a needs --b-port (server B's port)", file=sys.stderr)
-        return 2
     try:
+        if role == "a" and args.b_port is None:
+            raise ValueError("serve-a needs --b-port (server B's port)")
+        if role == "b":
+            _check_state_file(args)
         check_scalar(args.port, "--port", kind=numbers.Integral, low=0, high=65535)
+        check_scalar(args.max_connections, "--max-connections", kind=numbers.Integral, low=1)
         if args.rounds is not None:
             check_scalar(args.rounds, "--rounds", kind=numbers.Integral, low=1)
         check_scalar(args.linger, "--linger", kind=numbers.Real, low=0.0)
         enrolment = Enrolment.load(args.enrolment, args.operator)
-        keys = ServerKeys.load(args.key_file)
+        keys = ServerKeys.load(args.key_file, "--key-file")
         tls = _listener_tls(role, args, enrolment)
         peer = None
         if role == "a":
@@ -393,10 +497,20 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
     except (ValueError, TypeError) as error:
         print(f"janus-secagg serve-{role}: error: {error}", file=sys.stderr)
         return 2
-    service = Service(server, peer=peer, rounds=args.rounds, linger=args.linger)
+    service = Service(server, peer=peer, rounds=args.rounds, linger=args.linger,
+                      max_connections=args.max_connections)  # fmt: skip
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO,
+        format=f"%(asctime)s serve-{role} %(levelname)s %(message)s",
+    )  # fmt: skip
 
     def announce(line: str) -> None:
         print(line, flush=True)
+        log.info(
+            "%s: round %d open, %d enrolled clients, %s, requests up to %d bytes", line,
+            server.round_id, len(server.clients), "TLS" if tls else "plain TCP",
+            service.max_frame,
+        )  # fmt: skip
 
     try:
         asyncio.run(service.run(args.host, args.port, announce, tls))
@@ -408,6 +522,22 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
         )
         return 2
     return 0
+
+
+def _check_state_file(args: argparse.Namespace) -> None:
+    """serve-b: ``--state-file`` in an existing directory, or an explicit ``--no-state-file``."""
+    if args.no_state_file:
+        if args.state_file:
+            raise ValueError("pass --state-file or --no-state-file, not both")
+        return
+    if not args.state_file:
+        raise ValueError(
+            "serve-b needs --state-file (B's record of answered rounds: without it a restarted "
+            "B answers a round twice) or an explicit --no-state-file"
+        )
+    folder = Path(args.state_file).resolve().parent
+    if not folder.is_dir():
+        raise ValueError(f"--state-file {args.state_file}: directory {folder} does not exist")
 
 
 def parse_public_key(text: str, name: str) -> ServerPublicKeys:
@@ -432,7 +562,7 @@ def parse_public_key(text: str, name: str) -> ServerPublicKeys:
     )
 
 
-def start_server(args, timeout: float = 60.0):
+def start_server(args, timeout: float = 60.0, log_file=None):
     """Start ``python <args>`` (a ``serve-a``/``serve-b`` command) in its own process group.
 
     Parameters
@@ -441,6 +571,8 @@ def start_server(args, timeout: float = 60.0):
         Arguments after the interpreter, e.g. ``["-m", "janus_secagg", "serve-b", ...]``.
     timeout : float, default=60.0
         Seconds to wait for the ``LISTENING <port>`` line.
+    log_file : str or Path, optional
+        Where the server's log (its stderr) is appended; by default it is read and dropped.
 
     Returns
     -------
@@ -463,14 +595,25 @@ def start_server(args, timeout: float = 60.0):
     stdout, stderr = proc.stdout, proc.stderr
     assert stdout is not None  # a pipe
     assert stderr is not None  # a pipe
+    tail: collections.deque[str] = collections.deque(maxlen=20)
+
+    def drain() -> None:  # read the log as it comes: a full pipe would block the server
+        with open(os.devnull if log_file is None else log_file, "a", encoding="utf-8") as out:
+            for text in stderr:
+                tail.append(text)
+                out.write(text)
+                out.flush()
+
+    drainer = threading.Thread(target=drain, daemon=True)
+    drainer.start()
     reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
     reader.start()
     reader.join(timeout)
     if not line or not line[0].startswith("LISTENING"):
         _end_group(proc, timeout=10.0)
-        error = stderr.read()[-2000:]
+        drainer.join(10.0)
         stop_server(proc)
-        raise RuntimeError(f"server did not start: {line!r}; stderr: {error}")
+        raise RuntimeError(f"server did not start: {line!r}; stderr: {''.join(tail)}")
     return proc, int(line[0].split()[1])
 
 

@@ -28,7 +28,8 @@ class JanusParams:
     Parameters
     ----------
     dim : int
-        l, the length of one model update (number of float parameters), >= 1.
+        l, the length of one model update (number of float parameters), in [1, 2^32 - 2]
+        (the wire format's 4-byte vector length holds l + 1).
     clip : float, default=8.0
         C: updates are clipped to [-C, C] before encoding (Flower SecAgg+'s default clipping
         range, spec §2).
@@ -48,10 +49,11 @@ class JanusParams:
     TypeError
         If a field has the wrong type.
     ValueError
-        If a field is out of range, or W_max · 2C · 2^f >= 2^63 (the encoded sum could wrap
-        the 2^64 ring; fedbiomed issue #1210): the message names max_total_weight, clip and
-        frac_bits; or 2C · 2^f > 2^44 (float64 could not encode u + C to the promised
-        2^-(f+1)): the message names clip and frac_bits.
+        If a field is out of range, 2C · 2^f < 1 (every update encodes to one code), or
+        W_max · 2C · 2^f >= 2^63 (the encoded sum could wrap the 2^64 ring; fedbiomed
+        issue #1210): the message names max_total_weight, clip and frac_bits; or
+        2C · 2^f > 2^44 (float64 could not encode u + C to the promised 2^-(f+1)): the
+        message names clip and frac_bits.
 
     Notes
     -----
@@ -70,7 +72,7 @@ class JanusParams:
     domain: bytes = b"JANUS-SECAGG-v1"
 
     def __post_init__(self):
-        check_scalar(self.dim, "dim", kind=numbers.Integral, low=1)
+        check_scalar(self.dim, "dim", kind=numbers.Integral, low=1, high=2**32 - 2)
         check_scalar(self.clip, "clip", kind=numbers.Real, low=0.0, inclusive="neither")
         check_scalar(self.frac_bits, "frac_bits", kind=numbers.Integral, low=0, high=62)
         check_scalar(self.min_clients, "min_clients", kind=numbers.Integral, low=2)
@@ -78,6 +80,11 @@ class JanusParams:
         if not isinstance(self.domain, bytes) or not self.domain:
             raise TypeError(f"`domain` must be non-empty bytes, got {self.domain!r}")
         codes = 2 * float(self.clip) * 2**self.frac_bits
+        if codes < 1:
+            raise ValueError(
+                f"2 * `clip` * 2**`frac_bits` must be >= 1, got 2 * {self.clip} * "
+                f"2**{self.frac_bits}: every update in [-C, C] would encode to one code"
+            )
         if codes > 2**MAX_CODE_BITS:
             raise ValueError(
                 f"2 * `clip` * 2**`frac_bits` must be <= 2**{MAX_CODE_BITS} so that float64 "

@@ -25,7 +25,7 @@ from .client import JanusClient
 from .commitment import CommitmentKey
 from .errors import VerificationError
 from .keys import ClientKeys, ServerKeys
-from .messages import AggA, AggB
+from .messages import AggA, AggB, Authorization
 from .net import start_server, stop_server
 from .params import JanusParams
 from .quantize import quantize
@@ -134,7 +134,8 @@ class _Network:
         common = ["--rounds", str(rounds), "--linger", "60"]
         self.procs = []
         try:
-            b_proc, b_port = start_server(self.deployment.serve_args("b", *common))
+            state = ["--state-file", str(Path(self.tmp.name) / "b-state.jsonl")]
+            b_proc, b_port = start_server(self.deployment.serve_args("b", *common, *state))
             self.procs.append(b_proc)
             a_proc, a_port = start_server(
                 self.deployment.serve_args("a", "--b-port", str(b_port), *common)
@@ -144,6 +145,7 @@ class _Network:
             self.close()
             raise
         self.a, self.b = self.deployment.remote("a", a_port), self.deployment.remote("b", b_port)
+        self.a_keys = self.deployment.ka
 
     def close(self) -> None:
         for proc in self.procs:
@@ -181,7 +183,7 @@ def federated_run(settings: Settings, data, parts, params, ck):
                 net.a.submit(to_a)
                 if i not in dropped:
                     net.b.submit(to_b)
-            net.a.close_round(t)
+            net.a.close_round(Authorization.sign(net.a_keys, params.context, "close", t))
             agg_a, agg_b = net.a.fetch(t, AggA), net.b.fetch(t, AggB)
             sums = [clients[i].verify(agg_a, agg_b, submitted=i not in dropped) for i in sampled]
             exact = all(

@@ -18,9 +18,19 @@ from icml25_core import ResultStore, check_scalar
 
 from .commitment import Commitment
 from .enrolment import Enrolment
-from .errors import NotEnrolledError, ProtocolError, ReplayError
+from .errors import NotEnrolledError, ProtocolError, ReplayError, UnauthorizedError
 from .keys import SIGNATURE_BYTES, ClientPublicKey, ServerKeys, ServerPublicKeys, verify_signature
-from .messages import AggA, AggB, ModelPin, ParticipantSet, ToA, ToB, digest, y_digest
+from .messages import (
+    AggA,
+    AggB,
+    Authorization,
+    ModelPin,
+    ParticipantSet,
+    ToA,
+    ToB,
+    digest,
+    y_digest,
+)
 from .params import GROUP_ORDER, JanusParams
 from .prg import SEED_BYTES, mask
 
@@ -77,6 +87,35 @@ class _Server:
             return self.enrolment.check_client(client)
         self.clients[client.client_id] = client
         return client.client_id
+
+    @property
+    def a_verify_key(self) -> bytes:
+        """Server A's Ed25519 verify key (this server's own for A)."""
+        raise NotImplementedError
+
+    def check_authorization(self, authorization, request: str) -> None:
+        """Refuse `request` ("close", "received", "bindings") unless `authorization` is A's
+        signature on it for the open round (``messages.Authorization``; issue 16).
+
+        Raises
+        ------
+        UnauthorizedError
+            If `authorization` is not an ``Authorization`` for `request` and the open round
+            signed by server A.
+        """
+        if not isinstance(authorization, Authorization) or authorization.request != request:
+            raise UnauthorizedError(f"`{request}` needs server A's signed Authorization")
+        if authorization.round_id != self.round_id:
+            raise UnauthorizedError(
+                f"`{request}` is authorized for round {authorization.round_id}, the open round "
+                f"is {self.round_id}"
+            )
+        payload = authorization.payload(self.params.context)
+        if not verify_signature(self.a_verify_key, payload, authorization.signature):
+            raise UnauthorizedError(
+                f"`{request}` is not signed by server A: only A's operator may close a round "
+                "or read who submitted"
+            )
 
     @property
     def received(self) -> list[int]:
@@ -142,6 +181,16 @@ class ServerA(_Server):
     def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1, *, enrolment=None):
         super().__init__(params, keys, round_id, enrolment=enrolment)
         self._participants: ParticipantSet | None = None
+
+    @property
+    def a_verify_key(self) -> bytes:
+        """A's own Ed25519 verify key."""
+        return self.keys.public.sign
+
+    def authorize(self, request: str) -> Authorization:
+        """A's signed `request` ("close", "received" or "bindings") for the open round: what
+        B asks before it reports its bindings (``Remote.bindings``)."""
+        return Authorization.sign(self.keys, self.params.context, request, self.round_id)
 
     def sign_model(self, layout: bytes, model: bytes, round_id: int = 1) -> ModelPin:
         """A's half of the first-round model pin (B adds its signature: ``ServerB.pin_model``);
@@ -298,6 +347,11 @@ class ServerB(_Server):
         self._unbox = SealedBox(keys.box)
         self.model_pin: ModelPin | None = None
         self._state = None if state is None else self._load_state(state)
+
+    @property
+    def a_verify_key(self) -> bytes:
+        """A's Ed25519 verify key (`a_pub`)."""
+        return self.a_pub.sign
 
     def _load_state(self, path) -> ResultStore:
         """Open B's record of answered rounds and restore them (the one-answer rule survives)."""

@@ -27,7 +27,7 @@ from .client import JanusClient
 from .commitment import Commitment, CommitmentKey, _generator
 from .enrolment import Enrolment
 from .keys import ClientKeys, ServerKeys
-from .messages import ParticipantSet
+from .messages import Authorization, ParticipantSet
 from .net import Remote, add_server_arguments, serve
 from .params import GROUP_ORDER, JanusParams
 from .server import ServerA, ServerB
@@ -254,7 +254,8 @@ class Deployment:
 
     def serve_args(self, role: str, *extra, module: str = "janus_secagg") -> list[str]:
         """Arguments of ``python -m <module> serve-<role>`` for this deployment (`module`
-        ``janus_secagg.testing`` runs a faulty server: add ``--fault NAME`` to `extra`)."""
+        ``janus_secagg.testing`` runs a faulty server: add ``--fault NAME`` to `extra`); B
+        keeps its record in memory unless `extra` names a ``--state-file``."""
         args = ["-m", module, f"serve-{role}", "--enrolment",
                 str(self.paths["enrolment"]), "--operator", self.operator, "--key-file",
                 str(self.paths[f"{role}_key"])]  # fmt: skip
@@ -263,11 +264,17 @@ class Deployment:
                      str(self.paths[f"{role}.key"])]  # fmt: skip
         else:
             args.append("--insecure")
+        if role == "b" and "--state-file" not in extra:
+            args.append("--no-state-file")
         return [*args, *extra]
 
     def remote(self, role: str, port: int, timeout: float = 60.0) -> Remote:
         """A stub of server `role` on 127.0.0.1:`port`, TLS-pinned as a client would."""
         return Remote.to_server(self.enrolment, role, "127.0.0.1", port, timeout=timeout)
+
+    def authorize(self, request: str, round_id: int) -> Authorization:
+        """A's signed `request` ("close", "received", "bindings") for round `round_id`."""
+        return Authorization.sign(self.ka, self.params.context, request, round_id)
 
     def janus_clients(self, ck) -> list[JanusClient]:
         """A ``JanusClient`` per enrolled key."""

@@ -91,11 +91,12 @@ class PinnedTLS:
                 f"{address} presented a TLS certificate other than the one the enrolment pins "
                 f"(sha256:{self.fingerprint[:16]}...): {error.verify_message}"
             ) from None
-        except ssl.SSLError as error:
+        except (ssl.SSLError, TimeoutError) as error:
             sock.close()
             raise ConnectionError(
-                f"TLS handshake with {address} failed ({error.reason}): is the server started "
-                "with --tls-cert, and does it require a client certificate?"
+                f"TLS handshake with {address} failed ({getattr(error, 'reason', error)}): the "
+                "server may serve plain TCP (--insecure), or require a client certificate "
+                "(--tls-client-ca: pass client_cert= and client_key=)"
             ) from None
         try:
             self.check(tls, address)

@@ -77,7 +77,8 @@ def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
     enrolment = Enrolment.load(str(rc["janus-enrolment"]), str(rc["janus-operator"]))
     strategy = JanusFedAvg(
-        a_keys=ServerKeys.load(str(rc["janus-a-key-file"])), enrolment=enrolment,
+        a_keys=ServerKeys.load(str(rc["janus-a-key-file"]), "janus-a-key-file"),
+        enrolment=enrolment,
         b_address=str(rc["janus-b-address"]),
         client_cert=str(rc.get("janus-tls-cert", "")) or None,
         client_key=str(rc.get("janus-tls-key", "")) or None,

@@ -167,7 +167,8 @@ def _node_settings(items: tuple) -> dict:
     enrolment = Enrolment.load(nc["janus-enrolment"], str(nc["janus-operator"]))
     host, port = _address(str(nc["janus-b-address"]), "janus-b-address")
     return {
-        "enrolment": enrolment, "keys": ClientKeys.load(nc["janus-key-file"]),
+        "enrolment": enrolment,
+        "keys": ClientKeys.load(nc["janus-key-file"], name="janus-key-file"),
         "cache_dir": str(nc.get("janus-cache-dir") or default_cache_dir()),
         "b": Remote.to_server(enrolment, "b", host, port,
                               client_cert=nc.get("janus-tls-cert") or None,

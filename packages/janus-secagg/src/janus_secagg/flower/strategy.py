@@ -138,7 +138,8 @@ class JanusFedAvg(FedAvg):
             except (ProtocolError, ValueError, KeyError) as error:
                 log(WARNING, "janus: reply of node %s left out: %s", msg.metadata.src_node_id,
                     error)  # fmt: skip
-        agg_b = self.b.aggregate(server.participants(self.b.bindings()))
+        bindings = self.b.bindings(server.authorize("bindings"))
+        agg_b = self.b.aggregate(server.participants(bindings))
         agg_a = server.aggregate(server_round)
         params = self.enrolment.params
         ck = CommitmentKey.derive(params, cache_dir=self.cache_dir)
