@@ -1,0 +1,9 @@
+"""Test setup: one thread (2 shared cores), and the Triton interpreter where there is no GPU."""
+
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # read when Triton kernels are decorated
+torch.set_num_threads(1)
