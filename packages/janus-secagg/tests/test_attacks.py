@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 from janus_secagg import (
+    Authorization,
     ClientKeys,
     Enrolment,
     ExcludedError,
@@ -169,6 +170,7 @@ def test_b_pins_one_first_round_model(enrolled, params, tmp_path):
     assert B.pin_model(A.sign_model(layout, model)) == pin  # asked again: the same pin
     with pytest.raises(ProtocolError, match="already pinned another"):
         B.pin_model(A.sign_model(layout, bytes([1]) * 32))  # a second model for other clients
+    B.close()
     restarted = ServerB(params, kb, ka.public, enrolment=enrolment, state=tmp_path / "b.jsonl")
     with pytest.raises(ProtocolError, match="already pinned another"):
         restarted.pin_model(A.sign_model(layout, bytes([1]) * 32))
@@ -188,3 +190,20 @@ def test_clients_refuse_a_model_other_than_the_pinned_one(enrolled, params):
     a_only = A.sign_model(layout, model)  # A's half alone, B never signed
     with pytest.raises(UnverifiedModelError, match="server B"):
         verify_model_pin(params, ka.public, kb.public, a_only, layout, model)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        ((None, b"ctx", "close", 1), TypeError, "keys"),
+        (("ka", "ctx", "close", 1), TypeError, "domain"),
+        (("ka", b"ctx", "open", 1), ValueError, "request"),
+        (("ka", b"ctx", "close", 3.7), TypeError, "round_id"),
+        (("ka", b"ctx", "close", 0), ValueError, "round_id"),
+        (("ka", b"ctx", "close", 2**64), ValueError, "round_id"),
+    ],
+)
+def test_authorization_sign_rejects_bad_input(args, error, match):
+    keys = ServerKeys.generate()
+    with pytest.raises(error, match=match):
+        Authorization.sign(*(keys if a == "ka" else a for a in args))

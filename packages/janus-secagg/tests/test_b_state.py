@@ -22,6 +22,9 @@ def test_a_restarted_b_refuses_the_rounds_it_answered(federation, params, tmp_pa
     fed = federation(4, servers)
     xs = random_codes(params, np.random.default_rng(3), 4)
     _, agg_b, _ = fed.run_round(1, xs)
+    with pytest.raises(ValueError, match="in use by another server process"):
+        ServerB(params, fed.kb, fed.ka.public, state=state)  # two live Bs on one record
+    fed.B.close()
     restarted = ServerB(params, fed.kb, fed.ka.public, state=state)
     assert restarted.outputs[1] == agg_b
     assert restarted.round_id == 2
@@ -30,10 +33,26 @@ def test_a_restarted_b_refuses_the_rounds_it_answered(federation, params, tmp_pa
         restarted.aggregate(replay)
 
 
+def test_a_restarted_a_continues_at_the_next_round(federation, params, tmp_path):
+    # trial finding (issue 16): a restarted serve-a opened round 1 while B was at round 5, and
+    # no round could close again
+    state = tmp_path / "a-state.jsonl"
+    fed = federation(3, lambda p, ka, kb: (ServerA(p, ka, state=state), ServerB(p, kb, ka.public)))
+    agg_a, _, _ = fed.run_round(1, random_codes(params, np.random.default_rng(5), 3))
+    fed.A.close()
+    restarted = ServerA(params, fed.ka, state=state)
+    assert restarted.round_id == 2
+    assert restarted.outputs[1] == agg_a
+    restarted.close()
+    with pytest.raises(ValueError, match="another configuration"):
+        ServerA(params, ServerKeys.generate(), state=state)  # another A's record
+
+
 def test_state_of_another_b_or_other_params_is_refused(federation, params, tmp_path):
     state = tmp_path / "b-state.jsonl"
     fed = federation(3, lambda p, ka, kb: (ServerA(p, ka), ServerB(p, kb, ka.public, state=state)))
     fed.run_round(1, random_codes(params, np.random.default_rng(4), 3))
+    fed.B.close()
     other_b = ServerKeys.generate(box=True)
     with pytest.raises(ValueError, match="another configuration"):
         ServerB(params, other_b, fed.ka.public, state=state)
@@ -100,6 +119,7 @@ def test_serve_b_needs_a_state_file_or_an_explicit_no(run_main, tmp_path, params
         ([], "needs --state-file"),
         (["--state-file", str(tmp_path / "missing" / "b.jsonl")], "does not exist"),
         (["--state-file", str(tmp_path / "b.jsonl"), "--no-state-file"], "not both"),
+        (["--state-file", "/dev/null"], "not a regular file"),
     ):
         result = run_main(main, *args, *extra)
         assert result.code == 2

@@ -4,10 +4,12 @@ commands, and bad input."""
 import json
 import re
 
+import numpy as np
 import pytest
 from janus_secagg import (
     ClientKeys,
     ClientPublicKey,
+    CommitmentKey,
     Enrolment,
     EnrolmentError,
     JanusParams,
@@ -145,12 +147,18 @@ def test_keygen_and_enrol_commands(tmp_path, capsys):
     assert "3 clients" in line
     assert "B pinned" in line
     enrolment = Enrolment.load(tmp_path / "e.json", operator)
-    assert enrolment.params == JanusParams(dim=10)
+    domain = enrolment.params.domain
+    assert enrolment.params == JanusParams(dim=10, domain=domain)
+    # every enrolment gets its own random domain: old deployments' signatures are void here
+    assert domain.startswith(b"JANUS-SECAGG-v1/")
+    assert len(domain) == len(b"JANUS-SECAGG-v1/") + 16
     assert enrolment.b == ServerKeys.load(tmp_path / "b.key").public
     assert enrolment.client_ids == {
         ClientKeys.load(tmp_path / f"c{i}.key").client_id for i in range(3)
     }
     assert (tmp_path / "op.key").stat().st_mode & 0o777 == 0o600
+    assert run("pubkey", tmp_path / "op.key") == operator
+    assert run("pubkey", tmp_path / "b.key") == b_pub
     # a key file is never replaced by accident
     assert main(["keygen", "--role", "client", "--out", str(tmp_path / "c0.key")]) == 2
     assert "--force" in capsys.readouterr().err
@@ -207,6 +215,39 @@ def test_enrol_never_replaces_an_existing_file_without_force(tmp_path, capsys):
     argv += clients
     assert main([*argv, "--out", str(op)]) == 2
     assert "--force" in capsys.readouterr().err
+    assert main([*argv, "--out", str(op), "--force"]) == 2  # attacker trial: not even with it
+    assert "never replaces a key" in capsys.readouterr().err
     assert op.read_text() == secret
     assert main([*argv, "--out", str(tmp_path / "e.json")]) == 0
     assert main([*argv, "--out", str(tmp_path / "e.json"), "--force"]) == 0
+
+
+def test_messages_of_one_deployment_are_void_in_another(params, ck):
+    # attacker trial (issue 16): with the same context everywhere, a recorder replayed an old
+    # run's messages and close into a B restarted with an empty record, and read an update
+    from janus_secagg import Authorization, JanusClient, ProtocolError, ServerB
+    from janus_secagg.cli import _deployment_domain
+
+    operator = SigningKey.generate()
+    ka, kb = ServerKeys.generate(), ServerKeys.generate(box=True)
+    keys = [ClientKeys.generate() for _ in range(3)]
+    old, new = (
+        Enrolment.create(
+            operator,
+            JanusParams(dim=params.dim, domain=_deployment_domain()),
+            ka.public,
+            kb.public,
+            [k.public for k in keys],
+        )
+        for _ in range(2)
+    )
+    assert old.params.context != new.params.context
+    to_b = JanusClient.from_enrolment(old, keys[0], CommitmentKey.derive(old.params)).prepare(
+        np.zeros(params.dim), 1, 1
+    )[1]
+    B = ServerB(new.params, kb, ka.public, enrolment=new)
+    with pytest.raises(ProtocolError, match="invalid signature"):
+        B.receive(to_b)
+    close = Authorization.sign(ka, old.params.context, "bindings", 1)
+    with pytest.raises(ProtocolError, match="not signed by server A"):
+        B.check_authorization(close, "bindings")

@@ -209,3 +209,42 @@ def test_clear_errors_when_a_server_cannot_be_reached_or_speaks_tls(network):
             lone_a.close_round(deployment.authorize("close", 1))
     finally:
         stop_server(proc)
+
+
+def test_connections_count_before_the_tls_handshake_and_idle_ones_are_dropped(tmp_path):
+    # attacker trial (issue 16): plain TCP connections that never finished the TLS handshake
+    # were not counted, so 15 000 of them grew B to 2.7 GB; 64 idle TLS ones locked everyone out
+    deployment = Deployment(tmp_path, JanusParams(dim=DIM), 3)
+    args = deployment.serve_args("b", "--max-per-peer", "4", "--read-timeout", "2")
+    proc, port = start_server(args, log_file=tmp_path / "b.log")
+    try:
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as fifth:
+            assert fifth.recv(10) == b""  # over the per-peer cap: closed before any handshake
+        with pytest.raises(ConnectionError, match="connection limit"):
+            deployment.remote("b", port, timeout=5).keys()
+        for sock in idle:  # the read time-out drops them unserved
+            sock.settimeout(10)
+            assert sock.recv(10) == b""
+            sock.close()
+        b = deployment.remote("b", port, timeout=5)
+        assert b.keys() == deployment.enrolment.b
+        assert b.open_round() == 1
+    finally:
+        stop_server(proc)
+    log = (tmp_path / "b.log").read_text()
+    assert "dropped a connection from" in log
+    assert "timed out" in log.lower() or "TimeoutError" in log
+
+
+def test_remote_names_the_address_and_rejects_bad_fetches():
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with pytest.raises(ConnectionError, match=f"cannot reach 127.0.0.1:{port}"):
+        Remote("127.0.0.1", port, timeout=5).keys()
+    remote = Remote("127.0.0.1", port)
+    with pytest.raises(ValueError, match="round_id"):
+        remote.fetch(-1, AggA)
+    with pytest.raises(TypeError, match="cls"):
+        remote.fetch(1, None)

@@ -96,7 +96,7 @@ def test_sybil_refused_over_the_network(deployment, server_b, params, ck):
         ({"--tls-cert": None, "--tls-key": None}, "--insecure for plain TCP"),
         ({"--tls-key": "a.key"}, "tls_cert"),
         ({"--operator": ClientKeys.generate().public.to_bytes().hex()}, "not signed by the op"),
-        ({"--key-file": "a_key"}, "box key|server B's keys"),
+        ({"--key-file": "a_key"}, "holds server A's keys; serve-b needs its own"),
     ],
 )
 def test_serve_b_refuses_a_bad_setup(deployment, capsys, change, match):

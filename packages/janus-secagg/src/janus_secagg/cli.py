@@ -4,6 +4,7 @@ after Pu et al., ICML 2025).
     janus-secagg reproduce [--out DIR]       the headline properties on Fashion-MNIST
     janus-secagg bench [--dim N] [--clients 5,20,50,100,200] [--compare-secaggplus]
     janus-secagg keygen --role operator|a|b|client --out FILE    a key file; prints the public key
+    janus-secagg pubkey FILE                  the public key of a key file, again
     janus-secagg enrol --operator-key F --a-pub HEX --b-pub HEX --clients-file F --dim N --out E
     janus-secagg serve-b --enrolment E --operator HEX --key-file F --tls-cert C --tls-key K
     janus-secagg serve-a --enrolment E --operator HEX --key-file F --b-port P --tls-cert ...
@@ -11,6 +12,7 @@ after Pu et al., ICML 2025).
 
 import argparse
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -41,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     keygen.add_argument("--role", required=True, choices=("operator", "a", "b", "client"))
     keygen.add_argument("--out", required=True, help="the key file (written mode 0600)")
     keygen.add_argument("--force", action="store_true", help="replace an existing key file")
+    pubkey = commands.add_parser("pubkey", help="print the public key of a key file (hex)")
+    pubkey.add_argument("key_file", help="a file written by `janus-secagg keygen`")
     enrol = commands.add_parser(
         "enrol", help="create and sign the enrolment file (the operator's job)"
     )
@@ -90,37 +94,57 @@ def keygen(role: str, out: str, force: bool = False) -> str:
     return client.public.to_bytes().hex()
 
 
+def public_key(path) -> str:
+    """The public key (hex) of a key file, as ``keygen`` printed it.
+
+    Raises
+    ------
+    ValueError
+        If `path` is not a janus-secagg key file.
+    """
+    from .keys import KEY_ROLES, ClientKeys, ServerKeys, read_secret
+
+    role, _ = read_secret(path, (32, 64), tuple(KEY_ROLES), "key_file")
+    if role in ("a", "b"):
+        return ServerKeys.load(path, "key_file").public.to_bytes().hex()
+    return ClientKeys.load(path, role, "key_file").public.to_bytes().hex()
+
+
 def enrol(args: argparse.Namespace) -> str:
     """Sign the enrolment file of `args` (the ``enrol`` command); returns a summary line."""
     from .enrolment import Enrolment
     from .keys import ClientKeys, ClientPublicKey
-    from .net import parse_public_key
+    from .net import parse_public_key, with_flags
     from .params import JanusParams
 
-    if Path(args.out).exists() and not args.force:
+    out = Path(args.out)
+    if out.exists() and not args.force:
         raise ValueError(f"`--out` {args.out} exists; pass --force to replace it")
+    if out.exists() and (
+        out.resolve() == Path(args.operator_key).resolve()
+        or out.read_bytes()[:18] == b"janus-secagg key: "
+    ):
+        raise ValueError(f"`--out` {args.out} is a key file; --force never replaces a key")
+    if not out.resolve().parent.is_dir():
+        raise ValueError(f"`--out` {args.out}: its directory does not exist")
     operator = ClientKeys.load(args.operator_key, "operator", "--operator-key").signing
-    texts = list(args.client)
+    texts = [(text, "--client") for text in args.client]
     if args.clients_file:
         lines = _read_text(args.clients_file, "--clients-file").splitlines()
-        texts += [ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip()]
+        texts += [(ln.split("#")[0].strip(), f"--clients-file {args.clients_file} line {k}")
+                  for k, ln in enumerate(lines, 1) if ln.split("#")[0].strip()]  # fmt: skip
     clients = []
-    for text in texts:
+    for text, where in texts:
         try:
             clients.append(ClientPublicKey.from_bytes(bytes.fromhex(text)))
         except (ValueError, TypeError):
-            raise ValueError(f"client key {text!r:.70} is not 32 bytes of hex") from None
+            raise ValueError(f"{where}: client key {text!r:.70} is not 32 bytes of hex") from None
 
-    try:
-        params = JanusParams(
-            dim=args.dim, clip=args.clip, frac_bits=args.frac_bits,
-            min_clients=args.min_clients, max_total_weight=args.max_total_weight,
-        )  # fmt: skip
-    except (ValueError, TypeError) as error:  # name the flags, not the fields
-        text = str(error)
-        for field in ("dim", "clip", "frac_bits", "min_clients", "max_total_weight"):
-            text = text.replace(f"`{field}`", f"`--{field.replace('_', '-')}`")
-        raise type(error)(text) from None
+    fields = ("dim", "clip", "frac_bits", "min_clients", "max_total_weight")
+    params = with_flags(
+        lambda: JanusParams(**{f: getattr(args, f) for f in fields}, domain=_deployment_domain()),
+        **{f: f"--{f.replace('_', '-')}" for f in fields},
+    )
     certificates = {
         f"{role}_certificate": _read_text(path, f"--{role}-cert")
         for role, path in (("a", args.a_cert), ("b", args.b_cert))
@@ -138,6 +162,13 @@ def enrol(args: argparse.Namespace) -> str:
         f"wrote {args.out}: {len(clients)} clients, l = {params.dim}, t = {params.min_clients}, "
         f"TLS: {tls or 'none (plain TCP)'}; operator {bytes(operator.verify_key).hex()}"
     )
+
+
+def _deployment_domain() -> bytes:
+    """``JanusParams.domain`` of a new enrolment: the library's tag and 8 random bytes, so that
+    every signature of one deployment is void in any other (a replay of an old deployment's
+    messages into a new one fails)."""
+    return b"JANUS-SECAGG-v1/" + secrets.token_hex(8).encode()
 
 
 def _read_text(path, flag: str) -> str:
@@ -162,10 +193,12 @@ def main(argv=None) -> int:
         clients = [int(n) for n in args.clients.split(",")]
         print(client_cost_table(args.dim, clients, compare_secaggplus=args.compare_secaggplus))
         return 0
-    if args.command in ("keygen", "enrol"):
+    if args.command in ("keygen", "pubkey", "enrol"):
         try:
             if args.command == "keygen":
                 print(keygen(args.role, args.out, args.force))
+            elif args.command == "pubkey":
+                print(public_key(args.key_file))
             else:
                 print(enrol(args))
         except (ValueError, TypeError, OSError) as error:

@@ -72,6 +72,8 @@ def read_secret(path, sizes: tuple[int, ...], roles: tuple[str, ...], name: str 
         or its key is not hex of a length in `sizes` (the message names `name` and the path).
     """
     expected = " or ".join(KEY_ROLES[r] for r in roles)
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"`{name}` must be a path to a key file, got {type(path).__name__}")
     try:
         lines = Path(path).read_text(encoding="ascii").splitlines()
         mode = os.stat(path).st_mode
@@ -98,7 +100,7 @@ def read_secret(path, sizes: tuple[int, ...], roles: tuple[str, ...], name: str 
         warnings.warn(
             f"`{name}` {path} may be read by other users (mode {mode & 0o777:o}): chmod 600 it",
             UserWarning,
-            stacklevel=3,
+            stacklevel=2,
         )
     return role, secret
 

@@ -18,12 +18,15 @@ client can check that it was not left out; version 1 sent SHA-256(sorted U) only
 """
 
 import hashlib
+import numbers
 import struct
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes, hmac
+
+from icml25_core import check_scalar
 
 from .commitment import POINT_BYTES, Commitment
 from .keys import SIGNATURE_BYTES
@@ -404,7 +407,19 @@ class Authorization(_Message):
     @classmethod
     def sign(cls, keys, domain: bytes, request: str, round_id: int) -> "Authorization":
         """`request` for round `round_id`, signed with A's ``ServerKeys`` `keys` (`domain` is
-        ``JanusParams.context``)."""
+        ``JanusParams.context``).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `keys` cannot sign, `domain` is not bytes, `request` is unknown, or `round_id`
+            is not an int in [1, 2^64).
+        """
+        if not callable(getattr(keys, "sign", None)):
+            raise TypeError(f"`keys` must be server A's ServerKeys, got {type(keys).__name__}")
+        if not isinstance(domain, bytes) or not domain:
+            raise TypeError(f"`domain` must be JanusParams.context (bytes), got {domain!r:.40}")
+        check_scalar(round_id, "round_id", kind=numbers.Integral, low=1, high=2**64 - 1)
         unsigned = cls(int(round_id), request, b"")
         return cls(int(round_id), request, keys.sign(unsigned.payload(domain)))
 

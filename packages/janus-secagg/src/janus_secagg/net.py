@@ -37,12 +37,14 @@ from .messages import AggA, AggB, Authorization, ModelPin, ParticipantSet, ToA, 
 from .server import ServerA, ServerB
 from .tls import PinnedTLS, server_context
 
-KEYS, SUBMIT, RECEIVED, PARTICIPANTS, CLOSE, FETCH, BINDINGS, PIN = range(1, 9)
+KEYS, SUBMIT, RECEIVED, PARTICIPANTS, CLOSE, FETCH, BINDINGS, PIN, ROUND = range(1, 10)
 _OP_NAMES = dict(enumerate(
-    ("keys", "submit", "received", "participants", "close", "fetch", "bindings", "pin"), 1
+    ("keys", "submit", "received", "participants", "close", "fetch", "bindings", "pin", "round"),
+    1,
 ))  # fmt: skip
-#: Seconds a server waits for the rest of a request before dropping the connection.
-READ_TIMEOUT = 60.0
+#: Seconds from connecting to a complete request (TLS handshake included) before a server
+#: drops the connection.
+READ_TIMEOUT = 15.0
 #: Frame bytes allowed beyond 8 bytes per vector entry and per enrolled client.
 FRAME_SLACK = 4096
 _LEN = struct.Struct(">I")
@@ -142,7 +144,10 @@ class Remote:
         return cls(host, port, timeout, tls)
 
     def _connect(self) -> socket.socket:
-        sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        except OSError as error:
+            raise ConnectionError(f"cannot reach {host_port(self)}: {error}") from error
         return sock if self.tls is None else self.tls.wrap(sock, self.host, self.port)
 
     def call(self, op: int, body: bytes = b"") -> bytes:
@@ -174,7 +179,7 @@ class Remote:
                     if self.tls is None
                     else "; a server started with --tls-client-ca drops clients without a "
                     "client certificate it accepts (client_cert=, client_key=)"
-                )
+                ) + "; or the server is at its connection limit (its log says so)"
                 raise ConnectionError(f"{host_port(self)}: {error}{hint}") from error
         status, rest = payload[0], payload[1:]
         if status:
@@ -230,8 +235,21 @@ class Remote:
         return AggA.from_bytes(self.call(CLOSE, _authorization(authorization, "close")))
 
     def fetch(self, round_id: int, cls):
-        """The published aggregate (``AggA`` from A, ``AggB`` from B) of a round."""
+        """The published aggregate (``AggA`` from A, ``AggB`` from B) of a round.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If `round_id` is not an int in [0, 2^64) or `cls` is not ``AggA`` / ``AggB``.
+        """
+        check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
+        if cls not in (AggA, AggB):
+            raise TypeError(f"`cls` must be AggA (from A) or AggB (from B), got {cls!r}")
         return cls.from_bytes(self.call(FETCH, _U64.pack(round_id)))
+
+    def open_round(self) -> int:
+        """The round the server accepts messages for now (public: clients prepare for it)."""
+        return _U64.unpack(self.call(ROUND))[0]
 
 
 def host_port(remote: Remote) -> str:
@@ -268,15 +286,26 @@ class Service:
         Stop `linger` seconds after this many rounds have closed.
     linger : float, default=10.0
     max_connections : int, default=64
-        Connections served at once; more are dropped (each holds at most one request frame,
-        ``max_frame`` bytes).
+        Connections served at once, counted from the TCP accept (before any TLS handshake);
+        more are dropped. Each holds at most one request frame (``max_frame`` bytes), so a
+        server buffers at most ``max_connections × max_frame`` bytes of requests.
+    max_per_peer : int, default=8
+        Connections one peer address may hold at once.
+    read_timeout : float, default=READ_TIMEOUT
+        Seconds from the accept to a complete request (TLS handshake included).
     """
 
     def __init__(self, server, peer=None, rounds=None, linger: float = 10.0,
-                 max_connections: int = 64):  # fmt: skip
+                 max_connections: int = 64, max_per_peer: int = 8,
+                 read_timeout: float = READ_TIMEOUT):  # fmt: skip
         check_scalar(max_connections, "max_connections", kind=numbers.Integral, low=1)
+        check_scalar(max_per_peer, "max_per_peer", kind=numbers.Integral, low=1)
+        check_scalar(read_timeout, "read_timeout", kind=numbers.Real, low=0.0, inclusive="neither")
         self.server, self.peer, self.rounds, self.linger = server, peer, rounds, linger
         self.max_connections, self.active = int(max_connections), 0
+        self.max_per_peer, self.read_timeout = int(max_per_peer), float(read_timeout)
+        self.per_peer: collections.Counter[str] = collections.Counter()
+        self.tls: ssl.SSLContext | None = None
         self.closed_rounds = 0
         self.stop: asyncio.Event | None = None  # made by run(), in its event loop
 
@@ -297,6 +326,8 @@ class Service:
         s = self.server
         if op == KEYS:
             return s.public.to_bytes()
+        if op == ROUND:
+            return _U64.pack(s.round_id)
         if op == SUBMIT:
             s.receive((ToA if isinstance(s, ServerA) else ToB).from_bytes(body))
             return b""
@@ -342,13 +373,19 @@ class Service:
 
     async def _handle(self, reader, writer) -> None:
         peer = writer.get_extra_info("peername")
-        if self.active >= self.max_connections:
-            log.warning("dropped a connection from %s: %d connections open", peer, self.active)
+        address = peer[0] if isinstance(peer, tuple) else str(peer)
+        if self.active >= self.max_connections or self.per_peer[address] >= self.max_per_peer:
+            log.warning("dropped a connection from %s: %d open (%d from that address)", peer,
+                        self.active, self.per_peer[address])  # fmt: skip
             writer.close()
             return
         self.active += 1
+        self.per_peer[address] += 1
         try:
-            request = await asyncio.wait_for(_read_frame(reader, self.max_frame), READ_TIMEOUT)
+            async with asyncio.timeout(self.read_timeout):  # handshake and request together
+                if self.tls is not None:  # after counting: a handshake costs memory
+                    await writer.start_tls(self.tls)
+                request = await _read_frame(reader, self.max_frame)
             name = _OP_NAMES.get(request[0], "unknown") if request else "empty"
             try:
                 if not request:
@@ -361,19 +398,23 @@ class Service:
             await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, ValueError, TimeoutError,
                 OSError) as error:  # fmt: skip
-            log.warning("connection from %s dropped: %s", peer, error or type(error).__name__)
+            log.warning("connection from %s dropped: %s", peer, str(error) or type(error).__name__)
         finally:
             self.active -= 1
+            self.per_peer[address] -= 1
+            if not self.per_peer[address]:
+                del self.per_peer[address]
             writer.close()
 
     async def run(self, host: str, port: int, announce=print, tls=None) -> None:
         """Listen on (host, port), over TLS with the ``ssl.SSLContext`` `tls` if given;
         announce ``LISTENING <port>``; serve until stopped."""
         stop = self.stop = asyncio.Event()
+        self.tls = tls
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        server = await asyncio.start_server(self._handle, host, port, ssl=tls)
+        server = await asyncio.start_server(self._handle, host, port)  # TLS in _handle
         announce(f"LISTENING {server.sockets[0].getsockname()[1]}")
         async with server:
             await stop.wait()
@@ -410,10 +451,17 @@ def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = Non
     parser.add_argument("--rounds", type=int, default=None, help="exit after this many rounds")
     parser.add_argument("--linger", type=float, default=10.0, help="seconds served after --rounds")
     parser.add_argument(
-        "--max-connections", type=int, default=64, help="connections served at once (64)"
+        "--max-connections", type=int, default=64,
+        help="connections served at once, counted before the TLS handshake (64)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-per-peer", type=int, default=8, help="connections one address may hold (8)"
     )
-    parser.set_defaults(b_host="127.0.0.1", b_port=None, state_file=None, no_state_file=False,
-                        client_cert=None, client_key=None)  # fmt: skip
+    parser.add_argument(
+        "--read-timeout", type=float, default=READ_TIMEOUT,
+        help=f"seconds from connect to a complete request, handshake included ({READ_TIMEOUT:g})",
+    )  # fmt: skip
+    parser.set_defaults(b_host="127.0.0.1", b_port=None, client_cert=None, client_key=None)
     if role in (None, "a"):
         parser.add_argument("--b-host", default="127.0.0.1", help="server B's host (serve-a)")
         parser.add_argument("--b-port", type=int, default=None, help="server B's port (serve-a)")
@@ -421,24 +469,24 @@ def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = Non
             "--client-cert", default=None, help="A's PEM certificate for B (if B requires one)"
         )
         parser.add_argument("--client-key", default=None, help="the key of --client-cert")
-    if role in (None, "b"):
-        parser.add_argument(
-            "--state-file", default=None,
-            help="B's record of answered rounds (serve-b, required unless --no-state-file): a "
-            "restarted B refuses the rounds it answered; its directory must exist",
-        )  # fmt: skip
-        parser.add_argument(
-            "--no-state-file", action="store_true",
-            help="keep B's record in memory only: a restarted B would answer a round twice "
-            "(tests and throwaway runs)",
-        )  # fmt: skip
+    parser.add_argument(
+        "--state-file", default=None,
+        help="this server's record of its rounds (required unless --no-state-file): a restarted "
+        "server continues at the next round, and B never answers a round twice; its directory "
+        "must exist, and one process at a time holds it",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-state-file", action="store_true",
+        help="keep the record in memory only: a restarted A starts again at round 1 and a "
+        "restarted B would answer a round twice (tests and throwaway runs)",
+    )  # fmt: skip
 
 
 def make_honest_server(role: str, enrolment: Enrolment, keys: ServerKeys, state=None):
-    """The honest ``ServerA`` (role "a") or ``ServerB`` (role "b", keeping its answered rounds
-    in the file `state` when given), accepting the enrolment's clients only."""
+    """The honest ``ServerA`` (role "a") or ``ServerB`` (role "b"), keeping its rounds in the
+    file `state` when given, accepting the enrolment's clients only."""
     if role == "a":
-        return ServerA(enrolment.params, keys, enrolment=enrolment)
+        return ServerA(enrolment.params, keys, enrolment=enrolment, state=state)
     return ServerB(enrolment.params, keys, enrolment.a, state=state, enrolment=enrolment)
 
 
@@ -476,29 +524,38 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
     try:
         if role == "a" and args.b_port is None:
             raise ValueError("serve-a needs --b-port (server B's port)")
-        if role == "b":
-            _check_state_file(args)
+        _check_state_file(args, role)
         check_scalar(args.port, "--port", kind=numbers.Integral, low=0, high=65535)
         check_scalar(args.max_connections, "--max-connections", kind=numbers.Integral, low=1)
+        check_scalar(args.max_per_peer, "--max-per-peer", kind=numbers.Integral, low=1)
+        check_scalar(args.read_timeout, "--read-timeout", kind=numbers.Real, low=0.0,
+                     inclusive="neither")  # fmt: skip
         if args.rounds is not None:
             check_scalar(args.rounds, "--rounds", kind=numbers.Integral, low=1)
         check_scalar(args.linger, "--linger", kind=numbers.Real, low=0.0)
-        enrolment = Enrolment.load(args.enrolment, args.operator)
+        enrolment = with_flags(lambda: Enrolment.load(args.enrolment, args.operator),
+                               path="--enrolment", operator="--operator")  # fmt: skip
         keys = ServerKeys.load(args.key_file, "--key-file")
-        tls = _listener_tls(role, args, enrolment)
+        if (keys.box is None) != (role == "a"):
+            held = "server B's keys" if keys.box is not None else "server A's keys"
+            raise ValueError(f"--key-file {args.key_file} holds {held}; serve-{role} needs its own")
+        tls = with_flags(lambda: _listener_tls(role, args, enrolment), cert_file="--tls-cert",
+                         key_file="--tls-key", client_ca="--tls-client-ca")  # fmt: skip
         peer = None
         if role == "a":
             check_scalar(args.b_port, "--b-port", kind=numbers.Integral, low=1, high=65535)
-            peer = Remote.to_server(
+            peer = with_flags(lambda: Remote.to_server(
                 enrolment, "b", args.b_host, args.b_port, client_cert=args.client_cert,
                 client_key=args.client_key,
-            )  # fmt: skip
-        server = make_server(role, enrolment, keys, args.state_file)
+            ), host="--b-host", client_cert="--client-cert", client_key="--client-key")  # fmt: skip
+        server = with_flags(lambda: make_server(role, enrolment, keys, args.state_file),
+                            state="--state-file", keys="--key-file")  # fmt: skip
     except (ValueError, TypeError) as error:
         print(f"janus-secagg serve-{role}: error: {error}", file=sys.stderr)
         return 2
     service = Service(server, peer=peer, rounds=args.rounds, linger=args.linger,
-                      max_connections=args.max_connections)  # fmt: skip
+                      max_connections=args.max_connections, max_per_peer=args.max_per_peer,
+                      read_timeout=args.read_timeout)  # fmt: skip
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO,
         format=f"%(asctime)s serve-{role} %(levelname)s %(message)s",
@@ -524,20 +581,39 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
     return 0
 
 
-def _check_state_file(args: argparse.Namespace) -> None:
-    """serve-b: ``--state-file`` in an existing directory, or an explicit ``--no-state-file``."""
+def _check_state_file(args: argparse.Namespace, role: str) -> None:
+    """``--state-file`` (a regular file, or a new one in an existing directory), or an explicit
+    ``--no-state-file``."""
     if args.no_state_file:
         if args.state_file:
             raise ValueError("pass --state-file or --no-state-file, not both")
         return
     if not args.state_file:
+        why = ("a restarted B answers a round twice" if role == "b"
+               else "a restarted A starts again at round 1, out of step with B")  # fmt: skip
         raise ValueError(
-            "serve-b needs --state-file (B's record of answered rounds: without it a restarted "
-            "B answers a round twice) or an explicit --no-state-file"
+            f"serve-{role} needs --state-file (the record of its rounds: without it {why}) or "
+            "an explicit --no-state-file"
         )
-    folder = Path(args.state_file).resolve().parent
-    if not folder.is_dir():
-        raise ValueError(f"--state-file {args.state_file}: directory {folder} does not exist")
+    path = Path(args.state_file)
+    if path.exists() and not path.is_file():
+        raise ValueError(f"--state-file {args.state_file} is not a regular file")
+    if not path.resolve().parent.is_dir():
+        raise ValueError(
+            f"--state-file {args.state_file}: directory {path.resolve().parent} does not exist"
+        )
+
+
+def with_flags(call, **flags):
+    """``call()``, with the argument names in a ``ValueError`` / ``TypeError`` message replaced
+    by the command-line flags that carry them (``path="--enrolment"``)."""
+    try:
+        return call()
+    except (ValueError, TypeError) as error:
+        text = str(error)
+        for name, flag in flags.items():
+            text = text.replace(f"`{name}`", f"`{flag}`")
+        raise type(error)(text) from None
 
 
 def parse_public_key(text: str, name: str) -> ServerPublicKeys:

@@ -134,11 +134,13 @@ class _Network:
         common = ["--rounds", str(rounds), "--linger", "60"]
         self.procs = []
         try:
-            state = ["--state-file", str(Path(self.tmp.name) / "b-state.jsonl")]
-            b_proc, b_port = start_server(self.deployment.serve_args("b", *common, *state))
+            folder = Path(self.tmp.name)
+            b_state = ["--state-file", str(folder / "b-state.jsonl")]
+            b_proc, b_port = start_server(self.deployment.serve_args("b", *common, *b_state))
             self.procs.append(b_proc)
+            a_state = ["--state-file", str(folder / "a-state.jsonl")]
             a_proc, a_port = start_server(
-                self.deployment.serve_args("a", "--b-port", str(b_port), *common)
+                self.deployment.serve_args("a", "--b-port", str(b_port), *common, *a_state)
             )
             self.procs.append(a_proc)
         except BaseException:

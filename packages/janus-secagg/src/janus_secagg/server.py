@@ -7,8 +7,12 @@ both servers accept exactly the operator's enrolled client keys. Servers do O(n 
 no multi-scalar multiplication.
 """
 
+import fcntl
+import logging
 import numbers
 from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO
 
 import numpy as np
 from nacl.exceptions import CryptoError
@@ -34,6 +38,8 @@ from .messages import (
 from .params import GROUP_ORDER, JanusParams
 from .prg import SEED_BYTES, mask
 
+log = logging.getLogger("janus_secagg.server")
+
 
 def _binding(commitment: Commitment, y_hash: bytes, box_digest: bytes) -> bytes:
     """SHA-256 of what the client signed for both servers: (C, HMAC_{ρ^A}(y), SHA-256(box))."""
@@ -53,6 +59,9 @@ class _Server:
             raise TypeError(f"`keys` must be a ServerKeys, got {type(keys).__name__}")
         check_scalar(round_id, "round_id", kind=numbers.Integral, low=0, high=2**64 - 1)
         self.params, self.keys, self.round_id = params, keys, int(round_id)
+        self._state: ResultStore | None = None
+        self._lock: IO[str] | None = None
+        self.model_pin: ModelPin | None = None
         self.clients: dict[int, ClientPublicKey] = {}
         self.outputs: dict[int, object] = {}
         self._inbox: dict[int, tuple] = {}  # client id -> what the round keeps of its message
@@ -142,7 +151,51 @@ class _Server:
         if msg.client_id in self._inbox:
             raise ProtocolError(f"client {msg.client_id} already sent round {msg.round_id}")
 
+    def _open_state(self, path, output_cls, config: dict) -> ResultStore:
+        """Open this server's record of published rounds (``state=``), locked against a second
+        process, and restore it: the outputs come back and the round after the last opens."""
+        path = Path(path)
+        if path.exists() and not path.is_file():
+            raise ValueError(f"`state` {path} is not a regular file")
+        if not path.parent.is_dir():
+            raise ValueError(f"`state` {path}: directory {path.parent} does not exist")
+        lock = open(path, "a")  # noqa: SIM115 - held for the server's lifetime
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise ValueError(
+                f"`state` {path} is in use by another server process: two servers on one "
+                "record would both answer a round"
+            ) from None
+        self._lock = lock
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            log.warning("%s: dropped an unfinished last record (never sent: it is written "
+                        "before its answer); if nothing crashed, check who edits the file",
+                        path)  # fmt: skip
+        store = ResultStore(path, config={**config, "context": self.params.context.hex()})
+        for key in store:
+            raw = bytes.fromhex(store.get(key))
+            if key == "model-pin":
+                self.model_pin = ModelPin.from_bytes(raw)
+                continue
+            output = output_cls.from_bytes(raw)
+            self.outputs[output.round_id] = output
+        if self.outputs:
+            self.round_id = max(self.round_id, max(self.outputs) + 1)
+        return store
+
+    def close(self) -> None:
+        """Release the `state` file's lock (a server process holds it until it exits): after
+        this, another server may open the record, e.g. a restart in the same process."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
     def _close(self, output) -> None:
+        if self._state is not None:  # on disk before anyone sees the output
+            self._state.put(f"round-{self.round_id}", output.to_bytes().hex())
         self.outputs[self.round_id] = output
         self._inbox = {}
         self.round_id += 1
@@ -168,19 +221,28 @@ class ServerA(_Server):
         The first open round.
     enrolment : Enrolment, optional
         The operator-signed list: A then accepts exactly its clients (``NotEnrolledError``).
+    state : str or Path, optional
+        File of A's published rounds (one signed ``AggA`` per round, fsync'd, locked against a
+        second process): a restarted A serves the old aggregates and opens the round after
+        the last one, in step with B.
 
     Raises
     ------
     ValueError
-        If `params` or `keys` differ from the enrolment's.
+        If `params` or `keys` differ from the enrolment's, or `state` is another A's record or
+        in use by another process.
     """
 
     message_type = ToA
     role = "a"
 
-    def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1, *, enrolment=None):
+    def __init__(self, params: JanusParams, keys: ServerKeys, round_id: int = 1, *,
+                 enrolment=None, state=None):  # fmt: skip
         super().__init__(params, keys, round_id, enrolment=enrolment)
         self._participants: ParticipantSet | None = None
+        if state is not None:
+            config = {"server": "janus-a", "a": self.public.to_bytes().hex()}
+            self._state = self._open_state(state, AggA, config)
 
     @property
     def a_verify_key(self) -> bytes:
@@ -345,33 +407,15 @@ class ServerB(_Server):
             raise ValueError("`a_pub` is not server A's key on the enrolment list")
         self.a_pub = a_pub
         self._unbox = SealedBox(keys.box)
-        self.model_pin: ModelPin | None = None
-        self._state = None if state is None else self._load_state(state)
+        if state is not None:
+            config = {"server": "janus-b", "b": self.public.to_bytes().hex(),
+                      "a": a_pub.to_bytes().hex()}  # fmt: skip
+            self._state = self._open_state(state, AggB, config)
 
     @property
     def a_verify_key(self) -> bytes:
         """A's Ed25519 verify key (`a_pub`)."""
         return self.a_pub.sign
-
-    def _load_state(self, path) -> ResultStore:
-        """Open B's record of answered rounds and restore them (the one-answer rule survives)."""
-        config = {
-            "server": "janus-b",
-            "context": self.params.context.hex(),
-            "b": self.keys.public.to_bytes().hex(),
-            "a": self.a_pub.to_bytes().hex(),
-        }
-        store = ResultStore(path, config=config)
-        for key in store:
-            raw = bytes.fromhex(store.get(key))
-            if key == "model-pin":
-                self.model_pin = ModelPin.from_bytes(raw)
-                continue
-            answer = AggB.from_bytes(raw)
-            self.outputs[answer.round_id] = answer
-        if self.outputs:
-            self.round_id = max(self.round_id, max(self.outputs) + 1)
-        return store
 
     def receive(self, msg: ToB) -> None:
         """Accept client i's ``ToB``: check it, open the box, expand the mask.
@@ -431,8 +475,6 @@ class ServerB(_Server):
         R = np.sum([self._inbox[i][0] for i in ids], axis=0, dtype=np.uint64)
         P = sum(self._inbox[i][1] for i in ids) % GROUP_ORDER
         out = self._sign_aggregate(AggB, ids, R, P)
-        if self._state is not None:  # on disk before anyone sees the answer
-            self._state.put(f"round-{t}", out.to_bytes().hex())
         self._close(out)
         return out
 

@@ -254,8 +254,8 @@ class Deployment:
 
     def serve_args(self, role: str, *extra, module: str = "janus_secagg") -> list[str]:
         """Arguments of ``python -m <module> serve-<role>`` for this deployment (`module`
-        ``janus_secagg.testing`` runs a faulty server: add ``--fault NAME`` to `extra`); B
-        keeps its record in memory unless `extra` names a ``--state-file``."""
+        ``janus_secagg.testing`` runs a faulty server: add ``--fault NAME`` to `extra`); the
+        servers keep their records in memory unless `extra` names a ``--state-file``."""
         args = ["-m", module, f"serve-{role}", "--enrolment",
                 str(self.paths["enrolment"]), "--operator", self.operator, "--key-file",
                 str(self.paths[f"{role}_key"])]  # fmt: skip
@@ -264,7 +264,7 @@ class Deployment:
                      str(self.paths[f"{role}.key"])]  # fmt: skip
         else:
             args.append("--insecure")
-        if role == "b" and "--state-file" not in extra:
+        if "--state-file" not in extra:
             args.append("--no-state-file")
         return [*args, *extra]
 

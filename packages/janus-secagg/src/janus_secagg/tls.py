@@ -9,6 +9,7 @@ the pin is stricter. Servers may require client certificates signed by a CA of t
 """
 
 import hashlib
+import os
 import socket
 import ssl
 from pathlib import Path
@@ -41,6 +42,9 @@ class PinnedTLS:
         self.certificate = certificate_pem(certificate, "certificate")
         if (client_cert is None) != (client_key is None):
             raise ValueError("pass both `client_cert` and `client_key`, or neither")
+        for path, name in ((client_cert, "client_cert"), (client_key, "client_key")):
+            if path is not None and not os.path.isfile(path):
+                raise ValueError(f"`{name}` {path} is not a file")
         self.client_cert, self.client_key = client_cert, client_key
         self.fingerprint = hashlib.sha256(_der(self.certificate)).hexdigest()
         self._context: ssl.SSLContext | None = None
@@ -91,12 +95,13 @@ class PinnedTLS:
                 f"{address} presented a TLS certificate other than the one the enrolment pins "
                 f"(sha256:{self.fingerprint[:16]}...): {error.verify_message}"
             ) from None
-        except (ssl.SSLError, TimeoutError) as error:
+        except (ssl.SSLError, TimeoutError, ConnectionError) as error:
             sock.close()
             raise ConnectionError(
                 f"TLS handshake with {address} failed ({getattr(error, 'reason', error)}): the "
-                "server may serve plain TCP (--insecure), or require a client certificate "
-                "(--tls-client-ca: pass client_cert= and client_key=)"
+                "server may serve plain TCP (--insecure), require a client certificate "
+                "(--tls-client-ca: pass client_cert= and client_key=), or be at its connection "
+                "limit (its log says so)"
             ) from None
         try:
             self.check(tls, address)
