@@ -2,6 +2,7 @@
 (the shared contract checks help, version and usage errors)."""
 
 import dataclasses
+import re
 
 import pytest
 from fedswa import reproduce
@@ -89,9 +90,14 @@ def test_cli_run_rejects_out_of_range_values_without_a_traceback(argv, match, ru
 
 
 def test_cli_run_help_shows_defaults(run_main):
-    out = run_main(main, "run", "--help").out
+    out = " ".join(run_main(main, "run", "--help").out.split())  # one line, however wrapped
     assert "(default: 10)" in out
     assert "scikit-learn" in out
+    # new-user trial 34: options without a help text showed no default
+    for option, default in (("--alg", "fedswa"), ("--data", "digits"), ("--batch-size", "32"),
+                            ("--seed", "0")):  # fmt: skip
+        # the option, its metavar, then its help up to the default, without another option
+        assert re.search(rf"{option} \S+ (?:(?!--)[^(])*\(default: {default}\)", out), option
 
 
 def test_cli_run_missing_dependency_is_one_line(monkeypatch, run_main):

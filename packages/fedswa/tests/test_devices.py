@@ -83,3 +83,26 @@ def test_an_unknown_device_is_refused_by_name():
         _run("gpu")
     with pytest.raises(ValueError, match="`device` 'gpu'"):
         strategy_for("fedavg", num_rounds=1, eta0=0.1, device="gpu")
+
+
+def test_a_device_torch_cannot_use_here_is_refused_early_by_name(monkeypatch):
+    """New-user trial 34: ``device="cuda"`` on a CPU-only torch failed with torch's bare
+    ``AssertionError`` (on every node for the ClientApp), ``"meta"`` copying a meta tensor."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # CPU-only, on any machine
+    unavailable = "`device` 'cuda' is not available here"
+    with pytest.raises(ValueError, match=unavailable):
+        _run("cuda")
+    with pytest.raises(ValueError, match="`device` 'meta'"):
+        _run(torch.device("meta"))
+    with pytest.raises(ValueError, match=unavailable):
+        strategy_for("fedavg", num_rounds=1, eta0=0.1, device="cuda")
+    # the app is built where the node's GPU may be missing: the node checks when it trains
+    app = make_client_app(model_fn, lambda pid, num: PARTS[pid], device="cuda")
+    strategy = strategy_for("fedavg", num_rounds=1, eta0=0.1, min_available_nodes=1,
+                            min_train_nodes=1)  # fmt: skip
+    msg = next(iter(strategy.configure_train(1, ArrayRecord(model_fn().state_dict()),
+                                             ConfigRecord(), _Grid([1]))))  # fmt: skip
+    ctx = Context(run_id=1, node_id=1, node_config={"partition-id": 0, "num-partitions": 3},
+                  state=RecordDict(), run_config={})  # fmt: skip
+    with pytest.raises(ValueError, match=unavailable):
+        app(msg, ctx)

@@ -10,7 +10,7 @@ from fedswa import ClientControl, ServerState, get_algorithm, local_update, serv
 from fedswa.flower import FedMoSWA, FedSWA, Scaffold, make_client_app, pack_update, strategy_for
 from fedswa.flower.client import STATE_KEY
 from fedswa.simulate import ShuffledBatches, client_seed
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Error, Message, MetricRecord, RecordDict
 
 pytestmark = pytest.mark.usefixtures("flower_task")  # Messages need a task identity
 
@@ -358,3 +358,66 @@ def test_stock_replies_with_integer_weights_are_refused():
 def test_strategies_refuse_a_fraction_outside_0_1(value):
     with pytest.raises(ValueError, match="fraction_train"):
         strategy_for("fedswa", num_rounds=2, eta0=0.1, fraction_train=value)
+
+
+def test_strategy_for_names_the_algorithm_argument():
+    """New-user trial 34: an unknown algorithm was reported as `name`."""
+    with pytest.raises(ValueError, match="`algorithm` must be one of"):
+        strategy_for("fedprox", num_rounds=2, eta0=0.1)
+    with pytest.raises(ValueError, match="`algorithm` must be one of"):
+        FedSWA(num_rounds=2, eta0=0.1, algorithm="fedprox")
+
+
+def test_a_stock_reply_with_swa_average_warns_that_swa_has_no_effect():
+    strategy = strategy_for("fedswa", num_rounds=2, eta0=0.1, swa="average",
+                            min_available_nodes=1, min_train_nodes=1)  # fmt: skip
+    start = model_fn().state_dict()
+    messages = list(strategy.configure_train(1, ArrayRecord(start), ConfigRecord(), Grid([1])))
+    with pytest.warns(UserWarning, match="swa='average' has no effect on a stock"):
+        strategy.aggregate_train(1, [_stock_reply(messages[0], start, 10, 0)])
+
+
+def test_a_round_without_any_reply_fails_loudly_naming_round_and_failures():
+    """New-user trial 34: when every ClientApp failed, Flower's Strategy.start went on with
+    nothing aggregated and returned an empty ArrayRecord."""
+    strategy = _strategy(FedSWA)
+    messages = strategy.configure_train(1, ArrayRecord(model_fn().state_dict()), ConfigRecord(),
+                                        Grid([4, 5]))  # fmt: skip
+    failed = [Message(Error(0, "ClientApp raised"), reply_to=m) for m in messages]
+    with pytest.raises(RuntimeError, match=r"round 1: no ClientApp reply .*2 failed: node "):
+        strategy.aggregate_train(1, failed)
+    with pytest.raises(RuntimeError, match=r"round 2: .*none answered"):
+        strategy.aggregate_train(2, [])
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "match"),
+    [
+        ((model_fn(), data_fn), {}, TypeError, "`model_fn` must be a callable returning a fresh"),
+        ((model_fn, None), {}, TypeError, "`data_fn` must be callable"),
+        ((model_fn, data_fn), {"loss_fn": "ce"}, TypeError, "`loss_fn` must be callable"),
+        ((model_fn, data_fn), {"device": "gpu"}, ValueError, "`device` 'gpu'"),
+        ((model_fn, data_fn), {"device": "meta"}, ValueError, "`device` 'meta'"),
+    ],
+)
+def test_make_client_app_checks_its_arguments_up_front(args, kwargs, error, match):
+    """New-user trial 34: these were accepted and failed on every node."""
+    with pytest.raises(error, match=match):
+        make_client_app(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "match"),
+    [
+        (lambda pid, num: DATA[pid][0], TypeError, r"`data_fn\(1, 3\)` must be a pair \(x, y\)"),
+        (lambda pid, num: (DATA[pid][0], DATA[pid][1][:5]), ValueError,
+         r"`data_fn\(1, 3\)` is empty or its x and y differ in length \(24 vs 5\)"),
+    ],
+)  # fmt: skip
+def test_client_app_names_data_fn_when_it_returns_the_wrong_thing(data, error, match):
+    app = make_client_app(model_fn, data)
+    strategy = _strategy(FedSWA)
+    arrays = ArrayRecord(model_fn().state_dict())
+    msg = next(iter(strategy.configure_train(1, arrays, ConfigRecord(), Grid([7]))))
+    with pytest.raises(error, match=match):
+        app(msg, _context(7, 1))

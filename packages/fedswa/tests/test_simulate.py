@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from fedswa import get_algorithm, run_federated
+from fedswa import AlgorithmConfig, get_algorithm, run_federated
 from fedswa.simulate import ShuffledBatches, sample_clients
 
 torch.manual_seed(0)
@@ -92,7 +92,7 @@ def test_nan_divergence_names_the_client():
         (dict(batch_size=0), ValueError, "`batch_size`"),
         (dict(eta0=0.0), ValueError, "`eta0`"),
         (dict(seed=-1), ValueError, "`seed`"),
-        (dict(algorithm="fedprox"), ValueError, "`name`"),
+        (dict(algorithm="fedprox"), ValueError, "`algorithm` must be one of"),  # not `name`
         (dict(algorithm=3), TypeError, "`algorithm`"),
         (dict(model_fn=_mlp()), TypeError, "`model_fn`.*callable"),
         (dict(checkpoint="/nonexistent-dir-fedswa/run.pt"), ValueError, "`checkpoint`.*directory"),
@@ -161,6 +161,13 @@ def test_run_federated_rejects_bad_partitions(parts, error, match):
 def test_algorithm_config_rejects_bad_fields(overrides, match):
     with pytest.raises(ValueError, match=match):
         get_algorithm("fedswa", **overrides)
+
+
+@pytest.mark.parametrize("flag", ["warm_start", "scale_by_participation"])
+def test_algorithm_config_flags_must_be_bools(flag):
+    """New-user trial 34: ``warm_start="no"`` was accepted, and acted as True."""
+    with pytest.raises(TypeError, match=f"`{flag}` must be a bool, got str"):
+        AlgorithmConfig("x", **{flag: "no"})
 
 
 def test_get_algorithm_lists_the_fields_of_an_unknown_override():

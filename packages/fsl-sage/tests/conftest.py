@@ -2,7 +2,8 @@
 
 import pytest
 import torch
-from fsl_sage import simple_conv_split
+from fsl_sage import LinearGradScalarAux, SplitSpec, simple_conv_split
+from torch import nn
 
 torch.set_num_threads(1)
 
@@ -23,3 +24,19 @@ def tiny_partitions():
         (torch.randn(n, 1, 8, 8, generator=gen), torch.randint(0, 10, (n,), generator=gen))
         for n in sizes
     ]
+
+
+@pytest.fixture
+def hand_split():
+    """``hand_split(**changes)``: a hand-built SplitSpec for 8x8 images (client to 32 features,
+    server to 10 log-probs, linear aux), with the given fields changed."""
+
+    def make(**changes):
+        fields = dict(
+            client=nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU()),
+            server=nn.Sequential(nn.Linear(32, 10), nn.LogSoftmax(dim=1)),
+            aux_factory=lambda: LinearGradScalarAux(32, 10), cut_shape=(32,), num_classes=10,
+        )  # fmt: skip
+        return SplitSpec(**{**fields, **changes})
+
+    return make

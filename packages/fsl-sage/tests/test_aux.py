@@ -132,7 +132,9 @@ Y4 = torch.zeros(4, dtype=torch.int64)
         (lambda: GradScalarAux(_net()).estimate(torch.randn(4, 5), Y4), ValueError,
          "does not fit the auxiliary network"),
         (lambda: GradScalarAux(_net(3)).estimate(torch.randn(4, 6), torch.full((4,), 4)),
-         ValueError, "3 classes"),
+         ValueError, r"`y` must hold labels in \[0, 3\)"),
+        (lambda: GradScalarAux(_net(3)).estimate(torch.randn(4, 6), torch.full((4,), -1)),
+         ValueError, r"`y` must hold labels in \[0, 3\)"),  # no num_classes: the net's C
         (lambda: GradScalarAux(_net(3), num_classes=5).estimate(torch.randn(4, 6), Y4),
          ValueError, "num_classes"),
         (lambda: GradScalarAux(nn.Identity()).estimate(torch.randn(4, 6, 2), Y4), ValueError,
@@ -146,3 +148,24 @@ Y4 = torch.zeros(4, dtype=torch.int64)
 def test_aux_construction_and_forward_reject_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    "net", [nn.Linear(6, 3), nn.Sequential(nn.Linear(6, 3), nn.Softmax(dim=1))],
+    ids=["logits", "probabilities"],
+)  # fmt: skip
+def test_aux_refuses_a_network_that_does_not_output_log_probabilities(net):
+    """New-user trial 34: ``-a(z)_y`` of raw logits or probabilities is not an NLL, and its
+    gradient was returned as an estimate without complaint."""
+    with pytest.raises(ValueError, match="the auxiliary network must output log-probabilities"):
+        GradScalarAux(net, num_classes=3).estimate(torch.randn(4, 6), Y4)
+
+
+def test_estimate_takes_float64_smashed_data_as_the_linear_aux_does():
+    """New-user trial 34: float64 `z` on a float32 network was reported as a shape problem."""
+    torch.manual_seed(0)
+    linear = LinearGradScalarAux(6, 3)
+    z, y = torch.randn(4, 6, dtype=torch.float64), torch.randint(0, 3, (4,))
+    got = GradScalarAux(linear.net).estimate(z, y)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, linear.estimate(z, y))

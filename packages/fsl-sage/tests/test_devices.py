@@ -48,3 +48,17 @@ def test_an_unknown_device_is_refused_by_name():
         _sim(cse_fsl(2), "gpu")
     with pytest.raises(ValueError, match="`device` 'gpu'"):
         FlowerConfig(device="gpu")
+
+
+def test_a_device_torch_cannot_use_here_is_refused_early_by_name(monkeypatch):
+    """New-user trial 34: ``device="cuda"`` on a CPU-only torch failed with torch's bare
+    ``AssertionError`` deep in a run, and ``"meta"`` with ``.item()`` on a meta tensor."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # CPU-only, on any machine
+    with pytest.raises(ValueError, match="`device` 'cuda' is not available here"):
+        _sim(cse_fsl(2), "cuda")
+    with pytest.raises(ValueError, match="`device` 'meta'"):
+        _sim(cse_fsl(2), torch.device("meta"))
+    # a run config names the device of other machines: only the name is checked there
+    assert FlowerConfig(device="cuda").device == "cuda"
+    with pytest.raises(ValueError, match="`device` 'meta'"):
+        FlowerConfig(device="meta")

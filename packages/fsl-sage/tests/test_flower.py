@@ -99,6 +99,16 @@ def test_flower_config_reads_run_config_keys():
         FlowerConfig.from_run_config({"epochs": 3})
 
 
+def test_unknown_run_config_keys_list_the_run_config_names():
+    """New-user trial 34: the list named Python fields (`algorithm_name`, `fraction_train`)."""
+    with pytest.raises(ValueError, match="unknown run-config key 'epochs'") as info:
+        FlowerConfig.from_run_config({"epochs": 3})
+    message = str(info.value)
+    assert all(f"'{key}'" in message for key in ("algorithm", "fraction-train", "test-data"))
+    assert "algorithm_name" not in message
+    assert "fraction_train" not in message
+
+
 def test_load_partition_rejects_out_of_range_id():
     with pytest.raises(ValueError, match="partition_id"):
         load_partition(CFG, 2, 2)

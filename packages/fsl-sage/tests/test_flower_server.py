@@ -10,7 +10,7 @@ import torch
 from flwr.app import Context, Error, Message, RecordDict
 from fsl_sage import Simulation
 from fsl_sage.flower import FlowerConfig, build_split, load_partition
-from fsl_sage.flower.client_app import make_client_app
+from fsl_sage.flower.client_app import client_from_context, make_client_app
 from fsl_sage.flower.config import load_test
 from fsl_sage.flower.server_app import make_server_app
 
@@ -157,6 +157,8 @@ def test_a_failing_client_is_left_out_unless_too_few_answer(caplog):
         ({"split": "nocolon"}, ValueError, "split"),
         ({"fraction_train": 0.0}, ValueError, "fraction_train"),
         ({"min_replies": 3}, ValueError, "min_replies"),
+        ({"data": "user_fsl:"}, ValueError, "`data` must look like"),
+        ({"test_data": ":test"}, ValueError, "`test_data` must look like"),
     ],
 )
 def test_flower_config_rejects_bad_new_fields(kwargs, error, match):
@@ -204,3 +206,66 @@ def test_client_order_follows_partition_ids_not_node_ids(algorithm):
     cfg = FlowerConfig(**BASE, algorithm_name=algorithm)
     result, _ = _run(cfg, LoopbackGrid(cfg, reverse=True))
     _assert_equal(result, _simulation(cfg))
+
+
+BAD_DATA = """
+import torch
+
+def _x(channels=1):
+    return torch.randn(20, channels, 8, 8)
+
+def labels(partition_id, num_partitions):
+    return _x(), torch.full((20,), 12)
+
+def test_labels():
+    return labels(0, 1)
+
+def shape(partition_id, num_partitions):
+    return _x(3), torch.zeros(20, dtype=torch.int64)
+
+def tensor(partition_id, num_partitions):
+    return _x()
+
+def nan(partition_id, num_partitions):
+    x = _x()
+    x[3, 0, 0, 0] = float("nan")
+    return x, torch.zeros(20, dtype=torch.int64)
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "error", "match"),
+    [
+        ("labels", ValueError, r"`data 'bad_data:labels' \(partition-id 1\) y` must hold labels "
+         r"in \[0, 10\), got range \[12, 12\]"),
+        ("shape", ValueError, r"`data 'bad_data:shape' \(partition-id 1\) x` of per-sample "
+         r"shape \(3, 8, 8\) does not fit the client model"),
+        ("tensor", TypeError, r"`data 'bad_data:tensor' \(partition-id 1\)` must be an \(x, y\) "
+         "pair of tensors, got Tensor"),
+        ("nan", ValueError, r"`data 'bad_data:nan' \(partition-id 1\) x` contains NaN"),
+    ],
+)  # fmt: skip
+def test_the_user_data_is_checked_on_the_node_like_run_checks_partitions(
+    tmp_path, monkeypatch, function, error, match
+):
+    """New-user trial 34: labels out of range crashed the ServerApp (torch IndexError in the
+    S-server's step), other bad data gave torch's errors on every node. The ClientApp now
+    refuses before training, with the check of ``fsl_sage.run`` (``SplitSpec.check_data``)."""
+    (tmp_path / "bad_data.py").write_text(textwrap.dedent(BAD_DATA))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = FlowerConfig(**BASE, data=f"bad_data:{function}")
+    ctx = Context(run_id=1, node_id=7, node_config={"partition-id": 1, "num-partitions": 2},
+                  state=RecordDict(), run_config={})  # fmt: skip
+    with pytest.raises(error, match=match):
+        client_from_context(ctx, cfg)
+
+
+def test_the_server_checks_the_test_data_before_the_first_round(tmp_path, monkeypatch):
+    (tmp_path / "bad_data.py").write_text(textwrap.dedent(BAD_DATA))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = FlowerConfig(**BASE, test_data="bad_data:test_labels")
+    grid = LoopbackGrid(cfg)
+    with pytest.raises(ValueError, match=r"`test_data 'bad_data:test_labels' \(test\) y` must "
+                       r"hold labels in \[0, 10\)"):  # fmt: skip
+        _run(cfg, grid)
+    assert grid.sent == []  # refused before any message

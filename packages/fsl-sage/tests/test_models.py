@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 from fsl_sage import (
+    GradScalarAux,
     LinearGradScalarAux,
     SplitSpec,
     resnet18_split,
@@ -154,3 +155,37 @@ def test_resnet18_split_needs_the_vision_extra_or_gives_the_documented_shapes():
     z = split.client(torch.randn(2, 3, 32, 32))
     assert split.server(z).shape == (2, 10)
     assert split.aux_factory()(z).shape == (2, 10)
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "match"),
+    [
+        ({"num_classes": 1}, ValueError, "`num_classes` must be >= 2"),
+        ({"aux_factory": None, "num_classes": 1}, TypeError, "`aux_factory` must be a callable"),
+        ({"cut_shape": (0,)}, ValueError, "`cut_shape`"),
+        ({"cut_shape": "32"}, TypeError, "`cut_shape`"),
+        ({"server": lambda z: z}, TypeError, "`server` must be an nn.Module"),
+    ],
+)
+def test_split_spec_rejects_bad_fields(hand_split, changes, error, match):
+    with pytest.raises(error, match=match):
+        hand_split(**changes)
+
+
+@pytest.mark.parametrize(
+    ("aux_factory", "error", "match"),
+    [
+        (lambda: nn.Linear(32, 10), TypeError, "`aux_factory` must return a GradScalarAux"),
+        (lambda: LinearGradScalarAux(16, 10), ValueError,
+         r"`aux_factory` takes inputs of shape \(16,\), not the cut shape \(32,\)"),
+        (lambda: GradScalarAux(nn.Linear(32, 10)), ValueError,
+         "auxiliary model of `aux_factory` must output log-probabilities"),
+        (lambda: GradScalarAux(nn.Sequential(nn.Linear(16, 10), nn.LogSoftmax(1))), ValueError,
+         r"the cut shape \(32,\) does not fit the auxiliary model of `aux_factory`"),
+        (lambda: LinearGradScalarAux(32, 7), ValueError, r"num_classes=10\]"),
+    ],
+)  # fmt: skip
+def test_check_aux_names_the_factory_and_the_cut(hand_split, aux_factory, error, match):
+    split = hand_split(aux_factory=aux_factory)
+    with pytest.raises(error, match=match):
+        split.check_aux(split.aux_factory())

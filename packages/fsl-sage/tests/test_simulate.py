@@ -5,6 +5,8 @@ import pytest
 import torch
 from fsl_sage import (
     FServer,
+    GradScalarAux,
+    LinearGradScalarAux,
     Simulation,
     SmashedBatch,
     SServer,
@@ -16,8 +18,10 @@ from fsl_sage import (
     splitfed_v1,
     splitfed_v2,
 )
+from torch import nn
 
 BATCH = 16
+
 D = 8 * 2 * 2  # cut numel per sample of the tiny split
 C = 10
 # closed-form sizes (elements) of the tiny split: conv 1->4 and 4->8 (5x5), MLP 32-384-192-10
@@ -212,7 +216,7 @@ def test_nan_smashed_data_names_client_and_round(tiny_split, tiny_partitions):
         ({"labels": 10}, ValueError, r"\[0, 10\)"),
         ({"labels": -1}, ValueError, r"\[0, 10\)"),
         ({"nan": True}, ValueError, "partitions"),
-        ({"short_y": True}, ValueError, "partitions"),
+        ({"short_y": True}, ValueError, r"`partitions\[0\] y` has 39 labels for 40 samples"),
         ({"max_bytes": 0}, ValueError, "max_bytes"),
         ({"algorithm": "fsl_sage"}, TypeError, "algorithm"),
         ({"split": object()}, TypeError, "split"),
@@ -232,10 +236,22 @@ def test_nan_smashed_data_names_client_and_round(tiny_split, tiny_partitions):
         ({"checkpoint": 5}, TypeError, "checkpoint"),
         ({"checkpoint": __file__}, ValueError, "`checkpoint` .* is a file"),
         ({"checkpoint": "/proc/no-such-dir/run"}, ValueError, "`checkpoint` folder"),
+        # new-user trial 34: a hand-built split whose server or aux does not fit is named so
+        ({"hand_split": {"server": nn.Linear(32, 10)}}, ValueError,
+         "the server model must output log-probabilities"),
+        ({"hand_split": {"server": nn.Sequential(nn.Linear(16, 10), nn.LogSoftmax(1))}},
+         ValueError, r"the smashed data of `partitions\[0\] x` \(per-sample shape \(32,\)\) "
+         "does not fit the server model"),
+        ({"hand_split": {"aux_factory": lambda: LinearGradScalarAux(16, 10)}}, ValueError,
+         r"`aux_factory` takes inputs of shape \(16,\), not the cut shape \(32,\)"),
+        ({"hand_split": {"aux_factory": lambda: GradScalarAux(nn.Linear(32, 10))}}, ValueError,
+         "auxiliary model of `aux_factory` must output log-probabilities"),
     ],
 )  # fmt: skip
-def test_run_rejects_bad_input(tiny_split, tiny_partitions, kwargs, error, match):
+def test_run_rejects_bad_input(tiny_split, tiny_partitions, hand_split, kwargs, error, match):
     kwargs = dict(kwargs)
+    if "hand_split" in kwargs:
+        kwargs["split"] = hand_split(**kwargs.pop("hand_split"))
     parts = [(x.clone(), y.clone()) for x, y in tiny_partitions]
     if "labels" in kwargs:
         parts[0][1][0] = kwargs.pop("labels")
@@ -256,6 +272,7 @@ def test_run_rejects_bad_input(tiny_split, tiny_partitions, kwargs, error, match
         (fsl_sage, {"align_interval": 0}, r"\(l\)"),
         (fsl_sage, {"buffer_size": 0}, r"\(M\)"),
         (fsl_sage, {"align_epochs": -1}, "align_epochs"),
+        (fsl_sage, {"align_epochs": 0}, "`align_epochs` must be >= 1"),  # aligning 0 epochs
         (fsl_sage, {"align_batch_size": 0}, "align_batch_size"),
         (fsl_sage, {"align_lr": -1.0}, "align_lr"),
         (cse_fsl, {"server_update_interval": 0}, r"q"),
@@ -264,3 +281,7 @@ def test_run_rejects_bad_input(tiny_split, tiny_partitions, kwargs, error, match
 def test_algorithms_reject_bad_hyper_parameters(factory, kwargs, match):
     with pytest.raises(ValueError, match=match):
         factory(**kwargs)
+
+
+def test_align_epochs_may_be_0_only_without_alignment():
+    assert fsl_sage(align=False, align_epochs=0).align_epochs == 0

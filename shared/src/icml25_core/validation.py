@@ -390,7 +390,7 @@ def check_tensor(
     return t
 
 
-def check_device(device, name: str = "device", *, module=None):
+def check_device(device, name: str = "device", *, module=None, available: bool = False):
     """The ``torch.device`` a library creates its tensors and state on (DECISIONS 13).
 
     Parameters
@@ -401,6 +401,11 @@ def check_device(device, name: str = "device", *, module=None):
         Argument name used in error messages.
     module : torch.nn.Module, optional
         Where ``device=None`` looks: the device of its first parameter or buffer.
+    available : bool, default=False
+        Also check that this process's torch can use `device` now (``torch.cuda.is_available()``
+        and the device count for ``"cuda:1"``; likewise ``mps``, ``xpu``, ...). Pass True where
+        the device is used; leave it False where a setting is only read (a run config checked
+        on one machine and used on another, whose GPU this one may lack).
 
     Returns
     -------
@@ -412,7 +417,9 @@ def check_device(device, name: str = "device", *, module=None):
     TypeError
         If `device` is not a str, ``torch.device`` or None.
     ValueError
-        If `device` does not name a torch device (``"gpu"``).
+        If `device` does not name a torch device (``"gpu"``), is ``"meta"`` (it holds no
+        values to compute with), or, with `available`, cannot be used here (CUDA on a CPU-only
+        torch, ``"cuda:1"`` with one GPU).
     """
     import torch
 
@@ -421,11 +428,20 @@ def check_device(device, name: str = "device", *, module=None):
             for tensor in (*module.parameters(), *module.buffers()):
                 return tensor.device
         return torch.device("cpu")
-    if isinstance(device, torch.device):
-        return device
-    if not isinstance(device, str):
+    if not isinstance(device, str | torch.device):
         raise TypeError(f"`{name}` must be a str or torch.device, got {type(device).__name__}")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except RuntimeError as err:
         raise ValueError(f"`{name}` {device!r} is not a torch device ({err})") from None
+    if dev.type == "meta":
+        raise ValueError(f"`{name}` 'meta' holds no values to compute with; use 'cpu' or 'cuda'")
+    backend = getattr(torch, dev.type, None)  # torch.cuda, torch.mps, torch.xpu, ...
+    if available and dev.type != "cpu" and backend is not None and hasattr(backend, "is_available"):
+        count = backend.device_count() if backend.is_available() else 0
+        if count == 0 or (dev.index is not None and dev.index >= count):
+            raise ValueError(
+                f"`{name}` {str(dev)!r} is not available here: torch {torch.__version__} sees "
+                f"{count} {dev.type} device(s)"
+            )
+    return dev

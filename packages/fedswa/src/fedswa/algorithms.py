@@ -50,6 +50,8 @@ class AlgorithmConfig:
 
     Raises
     ------
+    TypeError
+        If `warm_start` or `scale_by_participation` is not a bool.
     ValueError
         If a value is out of range (the field is named).
     """
@@ -76,6 +78,8 @@ class AlgorithmConfig:
         check_scalar(self.lr_factor, "lr_factor", low=0.0, inclusive="neither")
         check_choice(self.control, "control", ("none", "global", "local"))
         check_scalar(self.gamma, "gamma", low=0.0, high=1.0, inclusive="right")
+        for flag in ("warm_start", "scale_by_participation"):  # "no" would act as True
+            check_scalar(getattr(self, flag), flag, kind=bool)
         check_scalar(self.alpha, "alpha", low=0.0, high=1.0, inclusive="right")
         check_choice(self.weights, "weights", ("num_examples", "uniform"))
         check_scalar(self.weight_decay, "weight_decay", low=0.0)
@@ -145,9 +149,36 @@ def get_algorithm(name: str, **overrides) -> AlgorithmConfig:
     """
     if not isinstance(name, str):
         raise TypeError(f"`name` must be a str, got {type(name).__name__}")
-    check_choice(name.lower(), "name", tuple(ALGORITHMS))
+    cfg = _config_of(name, "name")
     fields = [f.name for f in dataclasses.fields(AlgorithmConfig)]
     unknown = sorted(set(overrides) - set(fields))
     if unknown:
         raise TypeError(f"`overrides` {unknown} are not AlgorithmConfig fields; valid: {fields}")
-    return ALGORITHMS[name.lower()].replace(**overrides) if overrides else ALGORITHMS[name.lower()]
+    return cfg.replace(**overrides) if overrides else cfg
+
+
+def _config_of(algorithm: str | AlgorithmConfig, name: str = "algorithm") -> AlgorithmConfig:
+    """`algorithm` as a configuration: a registered name (case-insensitive) or an
+    :class:`AlgorithmConfig`, as ``run_federated`` and the Flower strategies take it.
+
+    Parameters
+    ----------
+    algorithm : str or AlgorithmConfig
+    name : str, default="algorithm"
+        The caller's argument, named in the errors.
+
+    Raises
+    ------
+    TypeError
+        If `algorithm` is neither a str nor an :class:`AlgorithmConfig`.
+    ValueError
+        If it is an unknown name.
+    """
+    if isinstance(algorithm, AlgorithmConfig):
+        return algorithm
+    if not isinstance(algorithm, str):
+        raise TypeError(
+            f"`{name}` must be a name or an AlgorithmConfig, got {type(algorithm).__name__}"
+        )
+    check_choice(algorithm.lower(), name, tuple(ALGORITHMS))
+    return ALGORITHMS[algorithm.lower()]

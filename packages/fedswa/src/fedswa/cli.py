@@ -37,16 +37,19 @@ def build_parser() -> argparse.ArgumentParser:
         "Fashion-MNIST (Debian dataset-fashion-mnist); prints test accuracy per round.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    run.add_argument("--alg", choices=sorted(ALGORITHMS), default="fedswa")
-    run.add_argument("--data", choices=("digits", "fashion-mnist"), default="digits")
+    # every option has a help text: ArgumentDefaultsHelpFormatter shows "(default: ...)" only then
+    run.add_argument("--alg", choices=sorted(ALGORITHMS), default="fedswa", help="algorithm")
+    run.add_argument(
+        "--data", choices=("digits", "fashion-mnist"), default="digits", help="dataset"
+    )
     run.add_argument("--clients", type=int, default=10, help="number of clients N")
     run.add_argument("--per-round", type=int, default=5, help="clients sampled per round")
     run.add_argument("--rounds", type=int, default=10, help="rounds T")
     run.add_argument("--local-steps", type=int, default=50, help="K")
-    run.add_argument("--batch-size", type=int, default=32)
+    run.add_argument("--batch-size", type=int, default=32, help="minibatch size B")
     run.add_argument("--eta0", type=float, default=0.05, help="round-0 LR before lr_factor")
     run.add_argument("--dirichlet-alpha", type=float, default=0.1, help="label skew")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, default=0, help="model init and minibatch order")
     commands.add_parser("bench", help="time the local step, the server step and a round")
     return parser
 

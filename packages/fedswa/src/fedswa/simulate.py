@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from icml25_core import check_device, check_scalar, progress
 
-from .algorithms import AlgorithmConfig, get_algorithm
+from .algorithms import AlgorithmConfig, _config_of
 from .control import ClientControl, ControlStore, zeros_like_params
 from .local import local_update
 from .schedule import round_lr
@@ -103,17 +103,41 @@ class History:
         return [r.get(name) for r in self.rounds]
 
 
+def _check_pair(part, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One client's data: a pair ``(x, y)`` of tensors of the same non-zero length."""
+    if not (isinstance(part, tuple | list) and len(part) == 2):
+        raise TypeError(f"`{name}` must be a pair (x, y) of tensors, got {type(part).__name__}")
+    x, y = part
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        got = f"({type(x).__name__}, {type(y).__name__})"
+        raise TypeError(f"`{name}` must hold tensors, got {got}")
+    if len(x) == 0 or len(x) != len(y):
+        raise ValueError(
+            f"`{name}` is empty or its x and y differ in length ({len(x)} vs {len(y)})"
+        )
+    return x, y
+
+
 def _check_partitions(partitions):
     if not isinstance(partitions, Sequence) or len(partitions) == 0:
         raise ValueError("`partitions` must be a non-empty sequence of (x, y) tensor pairs")
     for i, part in enumerate(partitions):
-        if not (isinstance(part, tuple | list) and len(part) == 2):
-            raise TypeError(f"`partitions[{i}]` must be a pair (x, y) of tensors")
-        x, y = part
-        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-            raise TypeError(f"`partitions[{i}]` must hold tensors")
-        if len(x) == 0 or len(x) != len(y):
-            raise ValueError(f"`partitions[{i}]` is empty or its x and y differ in length")
+        _check_pair(part, f"partitions[{i}]")
+
+
+def _check_model_fn(model_fn) -> None:
+    if isinstance(model_fn, torch.nn.Module) or not callable(model_fn):
+        raise TypeError(
+            "`model_fn` must be a callable returning a fresh nn.Module (e.g. `lambda: net`), "
+            f"got {type(model_fn).__name__}"
+        )
+
+
+def _new_model(model_fn) -> torch.nn.Module:
+    model = model_fn()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"`model_fn` must return an nn.Module, got {type(model).__name__}")
+    return model
 
 
 _RESERVED = ("round", "eta", "clients", "train_loss")
@@ -222,18 +246,18 @@ def run_federated(
     Raises
     ------
     ValueError
-        If a size is out of range, `partitions` is empty or malformed, `checkpoint` is a
-        directory, in a missing directory, unreadable or holds another run (other settings,
-        model or data), or `eval_fn` returns a reserved key.
+        If `algorithm` is an unknown name, a size is out of range, `partitions` is empty or
+        malformed, `device` cannot be used here (``"cuda"`` without CUDA, ``"meta"``),
+        `checkpoint` is a directory, in a missing directory, unreadable or holds another run
+        (other settings, model or data), or `eval_fn` returns a reserved key.
     TypeError
-        If `model_fn` is not a callable returning a fresh ``nn.Module`` (an ``nn.Module``
-        instance is refused), or `eval_fn` does not return a mapping.
+        If `algorithm` is neither a name nor an AlgorithmConfig, `model_fn` is not a callable
+        returning a fresh ``nn.Module`` (an ``nn.Module`` instance is refused), or `eval_fn`
+        does not return a mapping.
     FloatingPointError
         If a client diverges (the client is named).
     """
-    cfg = get_algorithm(algorithm) if isinstance(algorithm, str) else algorithm
-    if not isinstance(cfg, AlgorithmConfig):
-        raise TypeError(f"`algorithm` must be a name or an AlgorithmConfig, got {type(cfg)}")
+    cfg = _config_of(algorithm)
     _check_partitions(partitions)
     rounds = check_scalar(rounds, "rounds", kind=int, low=1)
     clients_per_round = check_scalar(
@@ -243,20 +267,14 @@ def run_federated(
     batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
     eta0 = check_scalar(eta0, "eta0", low=0.0, inclusive="neither")
     seed = check_scalar(seed, "seed", kind=int, low=0)
-    if isinstance(model_fn, torch.nn.Module) or not callable(model_fn):
-        raise TypeError(
-            "`model_fn` must be a callable returning a fresh nn.Module (e.g. `lambda: net`), "
-            f"got {type(model_fn).__name__}"
-        )
+    _check_model_fn(model_fn)
     if eval_fn is not None and not callable(eval_fn):
         raise TypeError(f"`eval_fn` must be callable, got {type(eval_fn).__name__}")
     path = _check_checkpoint_path(checkpoint)
 
     torch.manual_seed(seed)
-    model = model_fn()
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"`model_fn` must return an nn.Module, got {type(model).__name__}")
-    device = check_device(device, module=model)
+    model = _new_model(model_fn)
+    device = check_device(device, module=model, available=True)
     model = model.to(device)
     template = zeros_like_params(model) if cfg.uses_control else None
     state = ServerState({k: v.detach().clone() for k, v in model.state_dict().items()}, template, 0)

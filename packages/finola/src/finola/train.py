@@ -270,7 +270,7 @@ def fit(
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("`model` has no trainable parameter (requires_grad=True)")
-    device = check_device(device, module=model)
+    device = check_device(device, module=model, available=True)
     model.to(device)
     dtype = next((p.dtype for p in params if p.is_floating_point()), torch.float32)
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)

@@ -36,6 +36,11 @@ class Algorithm:
     align_lr : float
     official_scale : bool
         See :func:`fsl_sage.align`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an unknown `name` or a value out of range, as :func:`fsl_sage`.
     """
 
     name: str
@@ -54,7 +59,8 @@ class Algorithm:
         check_scalar(self.server_update_interval, "server_update_interval (q)", kind=int, low=1)
         check_scalar(self.align_interval, "align_interval (l)", kind=int, low=1)
         check_scalar(self.buffer_size, "buffer_size (M)", kind=int, low=1)
-        check_scalar(self.align_epochs, "align_epochs", kind=int, low=0)
+        # an alignment of 0 epochs would silently leave the aux models unaligned
+        check_scalar(self.align_epochs, "align_epochs", kind=int, low=1 if self.align else 0)
         check_scalar(self.align_batch_size, "align_batch_size", kind=int, low=1)
         check_scalar(self.align_lr, "align_lr", low=0.0, inclusive="neither")
 
@@ -85,7 +91,8 @@ def fsl_sage(
     ------
     ValueError
         If q, l or M < 1 (named ``server_update_interval (q)``, ``align_interval (l)``,
-        ``buffer_size (M)``), ``align_epochs`` < 0, ``align_batch_size`` < 1 or ``align_lr`` <= 0.
+        ``buffer_size (M)``), ``align_epochs`` < 1 (< 0 with ``align=False``),
+        ``align_batch_size`` < 1 or ``align_lr`` <= 0.
     """
     return Algorithm(
         "fsl_sage",

@@ -21,7 +21,13 @@ from torch import nn
 
 from icml25_core import check_scalar, check_tensor
 
-__all__ = ["GradScalarAux", "LinearGradScalarAux", "check_labels", "check_smashed"]
+__all__ = [
+    "GradScalarAux",
+    "LinearGradScalarAux",
+    "check_labels",
+    "check_log_probs",
+    "check_smashed",
+]
 
 
 def check_smashed(z, name: str, shape: tuple[int, ...] | None) -> torch.Tensor:
@@ -59,13 +65,35 @@ def check_labels(y, name: str, batch: int, num_classes: int | None) -> torch.Ten
     """
     check_tensor(y, name, ndim=1, dtype=torch.int64)
     if y.shape[0] != batch:
-        raise ValueError(f"`{name}` has {y.shape[0]} labels but the batch `z` has {batch} rows")
+        raise ValueError(f"`{name}` has {y.shape[0]} labels for {batch} samples")
     if num_classes is not None and (int(y.min()) < 0 or int(y.max()) >= num_classes):
         raise ValueError(
             f"`{name}` must hold labels in [0, {num_classes}), got range "
             f"[{int(y.min())}, {int(y.max())}]"
         )
     return y
+
+
+def check_log_probs(out: torch.Tensor, what: str) -> None:
+    """Check that `out` ``[B, C]`` holds log-probabilities: ``logsumexp`` over classes is 0.
+
+    Every loss here is ``NLL(out, y) = -out_y``, which is the cross-entropy (and its gradient
+    the one FSL-SAGE estimates and aligns) only when `out` is normalised, e.g. by
+    ``nn.LogSoftmax(dim=1)``; raw logits or probabilities train silently wrong.
+
+    Raises
+    ------
+    ValueError
+        If a row's ``logsumexp`` is further than 1e-3 from 0; the message names `what`.
+    """
+    with torch.no_grad():
+        worst = float(torch.logsumexp(out.detach().double(), dim=1).abs().max())
+    if not worst <= 1e-3:  # NaN fails too
+        raise ValueError(
+            f"{what} must output log-probabilities (end it in nn.LogSoftmax(dim=1)): the losses "
+            f"are NLL(output, y), the cross-entropy only then; its logsumexp over the classes "
+            f"is {worst:.3g} away from 0"
+        )
 
 
 def _check_shape(shape, name: str) -> tuple[int, ...]:
@@ -102,7 +130,9 @@ class GradScalarAux(nn.Module):
     Parameters
     ----------
     net : nn.Module
-        Maps the smashed data ``z`` (``[B, *S]``, float32) to log-probabilities ``[B, C]``.
+        Maps the smashed data ``z`` (``[B, *S]``, float32) to log-probabilities ``[B, C]``
+        (end it in ``nn.LogSoftmax(dim=1)``: ``NLL(a(z), y)`` is the cross-entropy only for
+        log-probabilities, so :meth:`forward` refuses other outputs).
     input_shape : tuple of int, optional
         The cut shape ``S``; when given, inputs of another shape raise ``ValueError``.
     num_classes : int, optional
@@ -128,17 +158,21 @@ class GradScalarAux(nn.Module):
         self.num_classes = num_classes
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities ``[B, C]`` of the smashed data ``z`` ``[B, *S]``.
+        """Log-probabilities ``[B, C]`` of the smashed data ``z`` ``[B, *S]`` (float32 or
+        float64, cast to the dtype of the network's parameters, as
+        :meth:`LinearGradScalarAux.estimate` does; gradients come back in `z`'s dtype).
 
         Raises
         ------
         TypeError, ValueError
             For a `z` that is not a finite floating tensor of shape ``[B, *input_shape]``, that
-            the network cannot take, or on which it does not return ``[B, C]``.
+            the network cannot take, or on which it does not return ``[B, C]``
+            log-probabilities (:func:`check_log_probs`).
         """
         check_smashed(z, "z", self.input_shape)
+        param = next(self.net.parameters(), None)
         try:
-            out = self.net(z)
+            out = self.net(z if param is None else z.to(param.dtype))
         except (RuntimeError, TypeError, ValueError, IndexError) as err:
             raise ValueError(
                 f"`z` of per-sample shape {tuple(z.shape[1:])} does not fit the auxiliary "
@@ -154,6 +188,7 @@ class GradScalarAux(nn.Module):
                 f"the auxiliary network returns {out.shape[1]} classes, not "
                 f"`num_classes` = {self.num_classes}"
             )
+        check_log_probs(out, "the auxiliary network")
         return out
 
     def _check(self, z, y, g_star=None):
@@ -171,11 +206,7 @@ class GradScalarAux(nn.Module):
         with torch.enable_grad():
             z = z.detach().requires_grad_(True)
             out = self(z)
-            if int(y.max()) >= out.shape[1]:
-                raise ValueError(
-                    f"`y` holds label {int(y.max())} but the auxiliary model has "
-                    f"{out.shape[1]} classes"
-                )
+            check_labels(y, "y", z.shape[0], out.shape[1])  # [0, C) also without `num_classes`
             loss = F.nll_loss(out, y, reduction="sum")
             (grad,) = torch.autograd.grad(loss, z, create_graph=create_graph)
         return grad
@@ -203,8 +234,9 @@ class GradScalarAux(nn.Module):
         TypeError
             If `z` is not floating or `y` not int64.
         ValueError
-            If shapes mismatch (batch or cut shape), values are not finite or labels are out of
-            range.
+            If shapes mismatch (batch or cut shape), values are not finite, labels are out of
+            range (``[0, C)``, also without `num_classes`) or the network's output is not
+            log-probabilities.
         """
         self._check(z, y)
         return self._estimate(z, y, create_graph=False).detach() / z.shape[0]
@@ -259,8 +291,9 @@ class LinearGradScalarAux(GradScalarAux):
 
     Notes
     -----
-    Source: official ``linear_grad_scalar`` auxiliary model (``models/aux_models``). Its input
-    gradient is ``g_b = W^T (softmax(W z_b + b) - e_{y_b})``; the closed-form gradients of the
+    Source: official ``linear_grad_scalar`` auxiliary model (``models/aux_models``). The input
+    gradient of ``l_a(z_b, y_b)`` is ``W^T (softmax(W z_b + b) - e_{y_b})`` (per sample);
+    :meth:`estimate` divides it by ``B`` (batch-mean loss). The closed-form gradients of the
     alignment loss are derived in :meth:`alignment_grad`.
     """
 

@@ -15,7 +15,7 @@ from torch import nn
 
 from icml25_core import check_scalar, check_tensor
 
-from .aux import GradScalarAux, LinearGradScalarAux
+from .aux import GradScalarAux, LinearGradScalarAux, _check_shape, check_labels, check_log_probs
 
 __all__ = ["SplitSpec", "resnet18_split", "simple_conv_split", "split_sequential"]
 
@@ -35,7 +35,22 @@ class SplitSpec:
     cut_shape : tuple of int
         Per-sample shape of the smashed data.
     num_classes : int
-        ``C``.
+        ``C >= 2``.
+
+    Raises
+    ------
+    TypeError
+        If `client` or `server` is not an ``nn.Module``, `aux_factory` is not callable or
+        `cut_shape` is not an int or a tuple of ints.
+    ValueError
+        If `cut_shape` holds a size < 1 or ``num_classes < 2``.
+
+    Notes
+    -----
+    Whether the parts fit together is checked where data first meets them: the server's
+    output must be ``[N, C]`` log-probabilities (:meth:`check_input`, run on every partition
+    by :class:`~fsl_sage.Simulation` and on every Flower node), and so must the aux models'
+    (:meth:`check_aux`), since every loss is ``NLL(output, y)``.
     """
 
     client: nn.Module
@@ -43,6 +58,19 @@ class SplitSpec:
     aux_factory: Callable[[], GradScalarAux]
     cut_shape: tuple[int, ...]
     num_classes: int
+
+    def __post_init__(self):
+        for name in ("client", "server"):
+            module = getattr(self, name)
+            if not isinstance(module, nn.Module):
+                raise TypeError(f"`{name}` must be an nn.Module, got {type(module).__name__}")
+        if not callable(self.aux_factory):
+            raise TypeError(
+                "`aux_factory` must be a callable returning a GradScalarAux, got "
+                f"{type(self.aux_factory).__name__}"
+            )
+        self.cut_shape = _check_shape(self.cut_shape, "cut_shape")
+        check_scalar(self.num_classes, "num_classes", kind=int, low=2)
 
     @classmethod
     def from_sequential(
@@ -81,19 +109,10 @@ class SplitSpec:
             raise ValueError(
                 f"`example_input` must have shape [B, *X], got {tuple(example_input.shape)}"
             )
-        z = _probe(client, example_input, "example_input", f"`model[:{cut}]` (the client)")
+        label = _input_label("example_input", example_input)
+        z = _probe(client, example_input, label, f"`model[:{cut}]` (the client)")
         cut_shape = tuple(z.shape[1:])
-        out = _probe(server, z, "example_input", f"`model[{cut}:]` (the server)")
-        if out.ndim != 2 or out.shape[1] != num_classes:
-            raise ValueError(
-                f"`model` must output log-probabilities [B, num_classes={num_classes}], got "
-                f"per-sample output shape {tuple(out.shape[1:])}"
-            )
-        if float(torch.logsumexp(out.double(), dim=1).abs().max()) > 1e-3:
-            raise ValueError(
-                "`model` must end in log-probabilities (e.g. nn.LogSoftmax(dim=1)): its outputs "
-                "on `example_input` do not satisfy logsumexp = 0"
-            )
+        _check_head(server, z, num_classes, _smashed_label("example_input", z), "`model`")
         return cls(
             client,
             server,
@@ -111,43 +130,109 @@ class SplitSpec:
             If `x` is not a float32 tensor.
         ValueError
             If `x` is empty or not finite, the client cannot take its per-sample shape, the
-            client does not produce ``cut_shape`` or the server not ``[N, num_classes]``; the
-            message names `name`.
+            client does not produce ``cut_shape``, or the server cannot take the smashed data
+            or does not return ``[N, num_classes]`` log-probabilities; the message names
+            `name`.
         """
         check_tensor(x, name, dtype=torch.float32)
         if x.ndim < 2:
             raise ValueError(f"`{name}` must have shape [N, *X], got {tuple(x.shape)}")
-        z = _probe(self.client, x, name, "the client model")
+        z = _probe(self.client, x, _input_label(name, x), "the client model")
         if tuple(z.shape[1:]) != tuple(self.cut_shape):
             raise ValueError(
                 f"`{name}` of per-sample shape {tuple(x.shape[1:])} gives smashed data of shape "
                 f"{tuple(z.shape[1:])}, not the cut shape {tuple(self.cut_shape)}"
             )
-        out = _probe(self.server, z, name, "the server model")
-        if out.ndim != 2 or out.shape[1] != self.num_classes:
+        _check_head(self.server, z, self.num_classes, _smashed_label(name, z), "the server model")
+
+    def check_data(self, data, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """Check one client's (or the test) data ``(x, y)`` against this split: the pair, `x` as
+        :meth:`check_input` (``"<name> x"``), labels ``y`` int64 in ``[0, num_classes)``, one
+        per row of `x` (``"<name> y"``).
+
+        Returns
+        -------
+        (Tensor, Tensor)
+            ``(x, y)``.
+
+        Raises
+        ------
+        TypeError
+            If `data` is not an ``(x, y)`` pair, `x` not float32 or `y` not int64.
+        ValueError
+            As :meth:`check_input`, or for labels of another length or outside
+            ``[0, num_classes)``; the message names `name`.
+        """
+        if not isinstance(data, list | tuple) or len(data) != 2:
+            got = f"length {len(data)}" if isinstance(data, list | tuple) else type(data).__name__
+            raise TypeError(f"`{name}` must be an (x, y) pair of tensors, got {got}")
+        x, y = data
+        self.check_input(x, f"{name} x")
+        check_labels(y, f"{name} y", x.shape[0], self.num_classes)
+        return x, y
+
+    def check_aux(self, aux) -> None:
+        """Check an auxiliary model of :attr:`aux_factory` against the cut: a
+        :class:`GradScalarAux` whose network takes one zero sample of ``cut_shape`` (eval mode,
+        no grad) and returns ``[1, num_classes]`` log-probabilities.
+
+        Raises
+        ------
+        TypeError
+            If `aux` is not a :class:`GradScalarAux`.
+        ValueError
+            If it expects another input shape, cannot take the cut shape or does not return
+            ``num_classes`` log-probabilities; the message names `aux_factory`.
+        """
+        if not isinstance(aux, GradScalarAux):
+            raise TypeError(f"`aux_factory` must return a GradScalarAux, got {type(aux).__name__}")
+        what = "the auxiliary model of `aux_factory`"
+        if aux.input_shape is not None and aux.input_shape != self.cut_shape:
             raise ValueError(
-                f"the server model must output [N, num_classes={self.num_classes}], got "
-                f"per-sample shape {tuple(out.shape[1:])} on `{name}`"
+                f"{what} takes inputs of shape {aux.input_shape}, not the cut shape "
+                f"{self.cut_shape} of the smashed data"
             )
+        like = next(aux.parameters(), torch.zeros(()))  # the network's dtype and device
+        z = torch.zeros(1, *self.cut_shape).to(like)
+        _check_head(aux.net, z, self.num_classes, f"the cut shape {self.cut_shape}", what)
 
 
-def _probe(module: nn.Module, x: torch.Tensor, name: str, what: str) -> torch.Tensor:
-    """``module(x[:1])`` in eval mode without grad (state untouched); errors name `name`."""
+def _input_label(name: str, x: torch.Tensor) -> str:
+    return f"`{name}` of per-sample shape {tuple(x.shape[1:])}"
+
+
+def _smashed_label(name: str, z: torch.Tensor) -> str:
+    return f"the smashed data of `{name}` (per-sample shape {tuple(z.shape[1:])})"
+
+
+def _probe(module: nn.Module, x: torch.Tensor, label: str, what: str) -> torch.Tensor:
+    """``module(x[:1])`` in eval mode without grad (state untouched); errors say that `label`
+    (what the user gave, e.g. "`x` of per-sample shape (3,)") does not fit `what`."""
     flags = {m: m.training for m in module.modules()}
     module.eval()
     try:
         with torch.no_grad():
             out = module(x[:1])
     except (RuntimeError, TypeError, ValueError, IndexError) as err:
-        raise ValueError(
-            f"`{name}` of per-sample shape {tuple(x.shape[1:])} does not fit {what}: {err}"
-        ) from err
+        raise ValueError(f"{label} does not fit {what}: {err}") from err
     finally:
         for m, flag in flags.items():
             m.training = flag
     if not isinstance(out, torch.Tensor) or not torch.isfinite(out).all():
-        raise ValueError(f"{what} gives a non-tensor or non-finite output on `{name}`")
+        raise ValueError(f"{what} gives a non-tensor or non-finite output on {label}")
     return out
+
+
+def _check_head(module: nn.Module, z: torch.Tensor, num_classes: int, label: str, what: str):
+    """`module` (a server or aux network) maps `z` to ``[N, num_classes]`` log-probabilities
+    (probed on one sample, :func:`_probe`; :func:`~fsl_sage.aux.check_log_probs`)."""
+    out = _probe(module, z, label, what)
+    if out.ndim != 2 or out.shape[1] != num_classes:
+        raise ValueError(
+            f"{what} must output log-probabilities [N, num_classes={num_classes}], got "
+            f"per-sample shape {tuple(out.shape[1:])} on {label}"
+        )
+    check_log_probs(out, what)
 
 
 def split_sequential(model: nn.Sequential, cut: int) -> tuple[nn.Module, nn.Module]:

@@ -120,8 +120,9 @@ class Client:
     ------
     TypeError, ValueError
         For a `model` that is not an ``nn.Module`` or has no parameters, an `aux` that is not a
-        :class:`GradScalarAux`, bad data (dtype, NaN, empty, length mismatch) or
-        hyper-parameters (``lr`` finite and > 0, ``weight_decay`` finite and >= 0).
+        :class:`GradScalarAux`, bad data (dtype, NaN, empty, length mismatch),
+        hyper-parameters (``lr`` finite and > 0, ``weight_decay`` finite and >= 0) or a
+        `device` this torch cannot use (``"cuda"`` without CUDA, ``"meta"``).
     """
 
     def __init__(
@@ -150,7 +151,7 @@ class Client:
         check_scalar(batch_size, "batch_size", kind=int, low=1)
         _check_adam(lr, weight_decay)
         check_scalar(seed, "seed", kind=int, low=0)
-        self.device = check_device(device, module=model)
+        self.device = check_device(device, module=model, available=True)
         model.to(self.device)
         if aux is not None:
             aux.to(self.device)
@@ -356,6 +357,13 @@ class SServer:
     device : str or torch.device, optional
         Where the server model steps (moved there) and the buffers live; default the model's
         device. Incoming batches move there; ``split_step``'s gradient is on it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a `model` that is not an ``nn.Module``, bad hyper-parameters (``lr`` finite and
+        > 0, ``weight_decay`` finite and >= 0, ``buffer_size`` >= 1) or a `device` this torch
+        cannot use (``"cuda"`` without CUDA, ``"meta"``).
     """
 
     def __init__(
@@ -366,7 +374,7 @@ class SServer:
             raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
         _check_adam(lr, weight_decay)
         check_scalar(buffer_size, "buffer_size (M)", kind=int, low=1)
-        self.device = check_device(device, module=model)
+        self.device = check_device(device, module=model, available=True)
         self.model, self.buffer_size = model.to(self.device), buffer_size
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
         self.buffers: dict[int, AlignmentBuffer] = {}

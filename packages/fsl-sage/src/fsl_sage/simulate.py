@@ -171,12 +171,6 @@ def _aux_of(client: Client) -> GradScalarAux:
     return client.aux
 
 
-def _check_pair(pair, name: str) -> None:
-    if not isinstance(pair, list | tuple) or len(pair) != 2:
-        got = f"length {len(pair)}" if isinstance(pair, list | tuple) else type(pair).__name__
-        raise TypeError(f"`{name}` must be an (x, y) pair of tensors, got {got}")
-
-
 class Simulation:
     """All roles of one run, advanced one round at a time.
 
@@ -204,8 +198,11 @@ class Simulation:
     ------
     ValueError, TypeError
         For bad partitions or test data (not (x, y) pairs, empty list, dtype, NaN, a per-sample
-        shape the client cannot take, labels outside ``[0, C)``), an unknown schedule, or
-        ``schedule="round"`` with SplitFed (which needs the server every iteration).
+        shape the client cannot take, labels outside ``[0, C)``: :meth:`SplitSpec.check_data`),
+        a server or aux model that does not return ``[N, C]`` log-probabilities
+        (:meth:`SplitSpec.check_aux`), an unknown schedule, ``schedule="round"`` with SplitFed
+        (which needs the server every iteration), or a `device` this torch cannot use
+        (``"cuda"`` without CUDA, ``"meta"``).
     """
 
     def __init__(
@@ -232,23 +229,20 @@ class Simulation:
         if not isinstance(partitions, list | tuple) or not partitions:
             raise ValueError("`partitions` must be a non-empty list of (x, y) pairs")
         for i, pair in enumerate(partitions):
-            _check_pair(pair, f"partitions[{i}]")
-            x, y = pair
-            split.check_input(x, f"partitions[{i}] x")
-            check_labels(y, f"partitions[{i}] y", x.shape[0], split.num_classes)
+            split.check_data(pair, f"partitions[{i}]")
         if test is not None:
-            _check_pair(test, "test")
-            split.check_input(test[0], "test x")
-            check_labels(test[1], "test y", test[0].shape[0], split.num_classes)
+            split.check_data(test, "test")
         check_scalar(seed, "seed", kind=int, low=0)
         self.split, self.algorithm, self.schedule, self.test = split, algorithm, schedule, test
         self.seed, self.round = seed, 0
-        self.device = check_device(device, module=split.client)
+        self.device = check_device(device, module=split.client, available=True)
         name = algorithm.name
         self.clients = []
         with torch.random.fork_rng():  # aux inits drawn from `seed`, the caller's RNG untouched
             torch.manual_seed(seed)
             auxes = [split.aux_factory() if algorithm.uses_aux else None for _ in partitions]
+        if auxes[0] is not None:
+            split.check_aux(auxes[0])
         for i, ((x, y), aux) in enumerate(zip(partitions, auxes, strict=True)):
             model = copy.deepcopy(split.client)
             if name == "fedavg":

@@ -14,7 +14,7 @@ from icml25_core.extras import requires_extra
 from ..control import ClientControl, zeros_like_params
 from ..local import local_update
 from ..metrics import accuracy
-from ..simulate import ShuffledBatches, client_seed
+from ..simulate import ShuffledBatches, _check_model_fn, _check_pair, _new_model, client_seed
 from .records import pack_update, to_state_dict
 
 with requires_extra("fedswa", "flower"):
@@ -47,7 +47,7 @@ def _scalar(cfg: ConfigRecord, key: str) -> int | float | str:
 
 
 def _on_device(model: torch.nn.Module, device) -> torch.nn.Module:
-    return model.to(check_device(device, module=model))
+    return model.to(check_device(device, module=model, available=True))
 
 
 def make_client_app(
@@ -68,7 +68,8 @@ def make_client_app(
     loss_fn : callable, default=torch.nn.functional.cross_entropy
     device : str or torch.device, optional
         Where the node trains and evaluates (default: the device of ``model_fn()``'s
-        parameters); replies go back as CPU arrays.
+        parameters); replies go back as CPU arrays. Only its name is checked here; whether
+        the node's torch can use it (CUDA present) is checked on the node, when it trains.
 
     Returns
     -------
@@ -81,19 +82,40 @@ def make_client_app(
         (``num-examples``, ``train-loss``, ``lr-sum``, ``steps``, ``partition-id``,
         ``control-norm``). ``evaluate``: loss and accuracy of ``x_t`` on the client's data.
 
+    Raises
+    ------
+    TypeError
+        If `model_fn` is not a callable returning a fresh ``nn.Module`` (an ``nn.Module``
+        instance is refused, as by :func:`~fedswa.run_federated`), or `data_fn` or `loss_fn`
+        is not callable.
+    ValueError
+        If `device` does not name a torch device or is ``"meta"``.
+
     Notes
     -----
     The node config must hold ``partition-id`` and ``num-partitions`` (the simulation engine
-    sets them; SuperNodes take ``--node-config``).
+    sets them; SuperNodes take ``--node-config``). On the node, a `model_fn` that does not
+    return an ``nn.Module``, a `data_fn` that does not return an ``(x, y)`` pair of tensors of
+    one non-zero length, or a `device` the node cannot use fails the ClientApp with a
+    ``TypeError`` / ``ValueError`` naming them.
     """
+    _check_model_fn(model_fn)
+    for name, fn in (("data_fn", data_fn), ("loss_fn", loss_fn)):
+        if not callable(fn):
+            raise TypeError(f"`{name}` must be callable, got {type(fn).__name__}")
+    check_device(device)  # the name; availability on the node
     app = ClientApp()
+
+    def client_data(context: Context) -> tuple[int, torch.Tensor, torch.Tensor]:
+        pid, num = _partition(context)
+        x, y = _check_pair(data_fn(pid, num), f"data_fn({pid}, {num})")
+        return pid, x, y
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
-        pid, num = _partition(context)
-        x, y = data_fn(pid, num)
+        pid, x, y = client_data(context)
         cfg = cast(ConfigRecord, msg.content["config"])
-        model = _on_device(model_fn(), device)
+        model = _on_device(_new_model(model_fn), device)
         model.load_state_dict(to_state_dict(_arrays(msg.content["arrays"])))
         control, kind = None, str(cfg["control-kind"])
         if kind != "none":
@@ -144,9 +166,8 @@ def make_client_app(
 
     @app.evaluate()
     def evaluate(msg: Message, context: Context) -> Message:
-        pid, num = _partition(context)
-        x, y = data_fn(pid, num)
-        model = _on_device(model_fn(), device)
+        _, x, y = client_data(context)
+        model = _on_device(_new_model(model_fn), device)
         model.load_state_dict(to_state_dict(_arrays(msg.content["arrays"])))
         model.eval()
         where = check_device(None, module=model)

@@ -7,15 +7,16 @@ raises an ImportError naming ``pip install 'fedswa[flower]'``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import cast
 
 import torch
 
-from icml25_core import check_device, check_scalar
+from icml25_core import check_choice, check_device, check_scalar
 from icml25_core.extras import requires_extra
 
-from ..algorithms import AlgorithmConfig, get_algorithm
+from ..algorithms import ALGORITHMS, AlgorithmConfig, _config_of
 from ..schedule import round_lr
 from ..server import ServerState, server_step
 from .records import from_weights, is_update, to_state_dict, unpack_update
@@ -61,8 +62,19 @@ class FedAvgSWA(FedAvg):
         records go out as CPU arrays.
     **kwargs
         Fields of :class:`~fedswa.algorithms.AlgorithmConfig` to override (``rho``, ``gamma``,
-        ``alpha``, ...) and FedAvg's sampling arguments (``fraction_train``,
+        ``alpha``, ``swa``, ...) and FedAvg's sampling arguments (``fraction_train``,
         ``min_train_nodes``, ``min_available_nodes``, ``fraction_evaluate``, ...).
+        ``fraction_evaluate`` defaults to 0.0 here, not Flower's 1.0: the ClientApps'
+        ``evaluate`` is not called (Flower logs "Federated evaluation will be skipped"),
+        because the algorithms are judged on the server's test set (``evaluate_fn`` of
+        ``start``, as the paper and the ready app do) and a federated evaluation would add a
+        pass over every client's data each round. Pass ``fraction_evaluate=1.0`` for it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an unknown `algorithm`, a value out of range (named), or a `device` this torch
+        cannot use (``"cuda"`` without CUDA, ``"meta"``).
 
     Attributes
     ----------
@@ -92,15 +104,14 @@ class FedAvgSWA(FedAvg):
                 check_scalar(kwargs[key], key, low=0.0, high=1.0)
         kwargs.setdefault("fraction_evaluate", 0.0)
         super().__init__(**kwargs)
-        base = algorithm if algorithm is not None else self.default_algorithm
-        cfg = get_algorithm(base) if isinstance(base, str) else base
+        cfg = _config_of(algorithm if algorithm is not None else self.default_algorithm)
         self.config = cfg.replace(**overrides) if overrides else cfg
         self.num_rounds = check_scalar(num_rounds, "num_rounds", kind=int, low=1)
         self.eta0 = check_scalar(eta0, "eta0", low=0.0, inclusive="neither")
         self.local_steps = check_scalar(local_steps, "local_steps", kind=int, low=1)
         self.batch_size = check_scalar(batch_size, "batch_size", kind=int, low=1)
         self.seed = check_scalar(seed, "seed", kind=int, low=0)
-        self.device = check_device(device)
+        self.device = check_device(device, available=True)
         self.control: dict[str, torch.Tensor] | None = None
         self._model_state: dict[str, torch.Tensor] | None = None
         self._num_nodes: int | None = None
@@ -148,11 +159,25 @@ class FedAvgSWA(FedAvg):
 
         Replies of fedswa's ClientApp carry ``Delta_i`` (and the control upload); for FedAvg,
         FedSWA and FedSAM a stock Flower ClientApp's reply (trained weights, ``num-examples``)
-        works too. ``partition-id`` is left out of the averaged metrics.
+        works too (``swa="average"`` then has no effect: the stock client returns its own
+        weights, and a warning says so). ``partition-id`` is left out of the averaged metrics.
+
+        Raises
+        ------
+        RuntimeError
+            If no reply can be aggregated (every ClientApp failed or none answered): Flower's
+            ``Strategy.start`` would go on with the model unchanged and, when that happens in
+            every round, return an empty ArrayRecord.
+        ValueError
+            If a reply does not fit (see :meth:`_local_result`).
         """
-        valid, _ = self._check_and_log_replies(list(replies), is_train=True)
+        valid, failed = self._check_and_log_replies(list(replies), is_train=True)
         if not valid:
-            return None, None
+            reasons = "; ".join(f"node {m.metadata.src_node_id}: {m.error.reason}" for m in failed)
+            raise RuntimeError(
+                f"round {server_round}: no ClientApp reply to aggregate "
+                f"({len(failed)} failed{': ' + reasons if failed else ', none answered'})"
+            )
         cfg = self.config
         results = {}
         for msg in valid:
@@ -198,6 +223,11 @@ class FedAvgSWA(FedAvg):
         ------
         ValueError
             If a stock reply comes for an algorithm with control variates, or does not fit.
+
+        Warns
+        -----
+        UserWarning
+            If a stock reply comes while ``swa`` is not ``"last"`` (it cannot apply there).
         """
         if is_update(record):
             return unpack_update(record, metrics, self.config.control_key)
@@ -207,6 +237,13 @@ class FedAvgSWA(FedAvg):
                 "(a stock Flower ClientApp): run fedswa's client, "
                 "fedswa.flower.client.make_client_app(model_fn, data_fn) or "
                 "fedswa.flower.app:client_app, which uploads Delta_i and c_i"
+            )
+        if self.config.swa != "last":
+            warnings.warn(
+                f"swa={self.config.swa!r} has no effect on a stock Flower ClientApp's reply: it "
+                "returns its own trained weights (only fedswa's make_client_app averages the "
+                "round's iterates)",
+                stacklevel=2,
             )
         assert self._model_state is not None  # set by configure_train of this round
         return from_weights(record, metrics, self._model_state)
@@ -244,6 +281,17 @@ _BY_NAME = {
 
 
 def strategy_for(algorithm: str, **kwargs):
-    """The strategy of a registered algorithm name, e.g. ``strategy_for("fedmoswa", ...)``."""
-    get_algorithm(algorithm)  # validates the name
+    """The strategy of a registered algorithm name, e.g. ``strategy_for("fedmoswa", ...)``.
+
+    Raises
+    ------
+    TypeError
+        If `algorithm` is not a str.
+    ValueError
+        If it is not a name of :data:`~fedswa.algorithms.ALGORITHMS`; and as the strategy's
+        constructor for `kwargs`.
+    """
+    if not isinstance(algorithm, str):
+        raise TypeError(f"`algorithm` must be a str, got {type(algorithm).__name__}")
+    check_choice(algorithm.lower(), "algorithm", tuple(ALGORITHMS))
     return _BY_NAME[algorithm.lower()](**kwargs)

@@ -32,12 +32,26 @@ __all__ = ["app", "client_from_context", "make_client_app"]
 
 
 def client_from_context(context: Context, cfg: FlowerConfig) -> Client:
-    """Rebuild this node's :class:`Client` from the config and ``context.state``."""
+    """Rebuild this node's :class:`Client` from the config and ``context.state``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If this partition's data do not fit the split, as :func:`fsl_sage.run` checks its
+        partitions (:meth:`~fsl_sage.SplitSpec.check_data`; the message names the `data`
+        reference and the partition id), or the aux model does not fit the cut
+        (:meth:`~fsl_sage.SplitSpec.check_aux`). The ClientApp fails before training, so the
+        ServerApp leaves it out of the round (``min_replies``) instead of stepping on bad
+        labels.
+    """
     pid = int(context.node_config["partition-id"])
     n = int(context.node_config["num-partitions"])
     split = build_split(cfg)
-    x, y = load_partition(cfg, pid, n)
+    source = f"data {cfg.data!r}" if cfg.data else f"dataset {cfg.dataset!r}"
+    x, y = split.check_data(load_partition(cfg, pid, n), f"{source} (partition-id {pid})")
     aux = split.aux_factory() if cfg.algorithm().uses_aux else None
+    if aux is not None:
+        split.check_aux(aux)
     client = Client(
         pid, split.client, x, y, aux=aux, batch_size=cfg.batch_size,
         lr=cfg.lr, weight_decay=cfg.weight_decay, seed=cfg.seed, device=cfg.device or None,

@@ -28,6 +28,20 @@ __all__ = ["FlowerConfig", "build_split", "load_partition", "load_test", "resolv
 FLOWER_ALGORITHMS = ("fsl_sage", "cse_fsl", "splitfed_v1", "splitfed_v2")
 
 
+def _parse_reference(reference: str, name: str) -> tuple[str, str]:
+    """``"package.module:function"`` as ``(module, function)``, both non-empty.
+
+    Raises
+    ------
+    ValueError
+        If `reference` does not look like that (the message names the run-config key `name`).
+    """
+    module, sep, attr = reference.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"`{name}` must look like 'package.module:function', got {reference!r}")
+    return module, attr
+
+
 def resolve(reference: str, name: str) -> Callable:
     """The callable that ``"package.module:function"`` names (imported now).
 
@@ -37,9 +51,7 @@ def resolve(reference: str, name: str) -> Callable:
         If `reference` is not ``module:attribute``, or the module or attribute does not exist
         (the message names the run-config key `name`).
     """
-    module, sep, attr = reference.partition(":")
-    if not sep or not module or not attr:
-        raise ValueError(f"`{name}` must look like 'package.module:function', got {reference!r}")
+    module, attr = _parse_reference(reference, name)
     try:
         target = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
@@ -97,7 +109,16 @@ class FlowerConfig:
         the round (with a warning) as long as this many answered.
     device : str
         Where the nodes' models and the server model train, e.g. ``"cuda"`` ("" = the
-        model's device, CPU for the built-in model; DECISIONS 13).
+        model's device, CPU for the built-in model; DECISIONS 13). Only its name is checked
+        here (``"gpu"`` and ``"meta"`` are refused): the config is read on every machine, and
+        whether CUDA is there is checked where the models are built (each node, the ServerApp).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field of the wrong type or out of range (named), an unknown `dataset` or
+        `algorithm`, a `split`, `data` or `test_data` that is not ``module:function``, or a
+        `device` torch cannot name.
     """
 
     dataset: str = "fashion-mnist"
@@ -138,13 +159,10 @@ class FlowerConfig:
         check_choice(self.algorithm_name, "algorithm", FLOWER_ALGORITHMS)
         check_scalar(self.fraction_train, "fraction_train", low=0.0, high=1.0, inclusive="right")
         check_scalar(self.min_replies, "min_replies", kind=int, low=1, high=self.num_clients)
-        check_device(self.device or None)
+        check_device(self.device or None)  # the name only: see `device`
         for name in ("split", "data", "test_data"):
-            reference = getattr(self, name)
-            if reference and ":" not in reference:
-                raise ValueError(
-                    f"`{name}` must look like 'package.module:function', got {reference!r}"
-                )
+            if getattr(self, name):
+                _parse_reference(getattr(self, name), name)
         self.algorithm()  # validates q, l, M and the alignment settings
         self.width_pair()
 
@@ -174,16 +192,28 @@ class FlowerConfig:
     @classmethod
     def from_run_config(cls, run_config, base: FlowerConfig | None = None) -> FlowerConfig:
         """``base`` (default: the defaults) updated by Flower run-config keys
-        (``num-clients = 5`` or ``num_clients = 5``); unknown keys raise ``ValueError``."""
+        (``num-clients = 5`` or ``num_clients = 5``; ``algorithm`` sets `algorithm_name`).
+
+        Raises
+        ------
+        ValueError
+            For an unknown key (the message lists the run-config keys, ``num-clients``, ...),
+            and as the class for bad values.
+        """
         values = asdict(base or cls())
         names = {f.name for f in fields(cls)}
+        keys = {_run_config_key(name): name for name in names}
         for key, value in dict(run_config or {}).items():
-            name = key.replace("-", "_")
-            name = "algorithm_name" if name == "algorithm" else name
-            if name not in names:
-                raise ValueError(f"unknown run-config key {key!r}; known: {sorted(names)}")
+            name = key if key in names else keys.get(key.replace("_", "-"))
+            if name is None:
+                raise ValueError(f"unknown run-config key {key!r}; known: {sorted(keys)}")
             values[name] = value
         return cls(**values)
+
+
+def _run_config_key(field_name: str) -> str:
+    """The run-config key of a field: kebab-case, ``algorithm`` for `algorithm_name`."""
+    return "algorithm" if field_name == "algorithm_name" else field_name.replace("_", "-")
 
 
 def _image_size(cfg: FlowerConfig) -> int:

@@ -203,6 +203,7 @@ def make_server_app(
         split = build_split(cfg)
         torch.manual_seed(cfg.seed)  # aux initialisation as in fsl_sage.Simulation
         server_aux = [split.aux_factory() for _ in range(cfg.num_clients)]
+        split.check_aux(server_aux[0])
         # CSE-FSL: one shared aux, the average of the initial ones (as fsl_sage.Simulation)
         shared_aux = FServer.aggregate(
             [a.state_dict() for a in server_aux], [1.0] * len(server_aux)
@@ -224,6 +225,9 @@ def make_server_app(
             for _ in range(cfg.num_clients if alg.name == "splitfed_v1" else 0)
         ]
         test = load_test(cfg)
+        if test is not None:
+            source = f"test_data {cfg.test_data!r}" if cfg.test_data else f"dataset {cfg.dataset!r}"
+            split.check_data(test, f"{source} (test)")
         meter, history = CommMeter(), []
         nodes = _by_partition(grid, _wait_for_nodes(grid, cfg.num_clients))
         global_state = {k: v.clone() for k, v in split.client.state_dict().items()}
