@@ -12,6 +12,7 @@ from janus_secagg import (
     Enrolment,
     ExcludedError,
     JanusClient,
+    JanusParams,
     NotEnrolledError,
     ProtocolError,
     ServerA,
@@ -195,15 +196,18 @@ def test_clients_refuse_a_model_other_than_the_pinned_one(enrolled, params):
 @pytest.mark.parametrize(
     ("args", "error", "match"),
     [
-        ((None, b"ctx", "close", 1), TypeError, "keys"),
-        (("ka", "ctx", "close", 1), TypeError, "domain"),
-        (("ka", b"ctx", "open", 1), ValueError, "request"),
-        (("ka", b"ctx", "close", 3.7), TypeError, "round_id"),
-        (("ka", b"ctx", "close", 0), ValueError, "round_id"),
-        (("ka", b"ctx", "close", 2**64), ValueError, "round_id"),
+        ((None, "ctx", "close", 1), TypeError, "keys"),
+        (("ka", "str", "close", 1), TypeError, "context"),
+        (("ka", b"JANUS-SECAGG-v1", "close", 1), TypeError, "not its domain"),
+        (("ka", "ctx", "open", 1), ValueError, "request"),
+        (("ka", "ctx", "close", 3.7), TypeError, "round_id"),
+        (("ka", "ctx", "close", 0), ValueError, "round_id"),
+        (("ka", "ctx", "close", 2**64), ValueError, "round_id"),
     ],
 )
 def test_authorization_sign_rejects_bad_input(args, error, match):
-    keys = ServerKeys.generate()
+    keys, context = ServerKeys.generate(), JanusParams(dim=4).context
+    named = {"ka": keys, "ctx": context}
     with pytest.raises(error, match=match):
-        Authorization.sign(*(keys if a == "ka" else a for a in args))
+        Authorization.sign(*(named.get(a, a) if isinstance(a, str) and a in named else a
+                             for a in args))  # fmt: skip

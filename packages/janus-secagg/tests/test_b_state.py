@@ -9,7 +9,14 @@ import textwrap
 
 import numpy as np
 import pytest
-from janus_secagg import ParticipantSet, ProtocolError, ServerA, ServerB, ServerKeys
+from janus_secagg import (
+    ClientKeys,
+    ParticipantSet,
+    ProtocolError,
+    ServerA,
+    ServerB,
+    ServerKeys,
+)
 from janus_secagg.testing import random_codes
 
 
@@ -125,3 +132,34 @@ def test_serve_b_needs_a_state_file_or_an_explicit_no(run_main, tmp_path, params
         assert result.code == 2
         assert match in result.err
     assert not (tmp_path / "missing").exists()
+
+
+def test_a_without_its_record_joins_b_at_start_and_adopt_needs_the_submissions(params, ck):
+    # third trial (issue 16): an A restarted without its record (or killed in a close) stayed
+    # behind B for good
+    from janus_secagg import Enrolment, JanusClient
+    from janus_secagg.net import sync_with_b
+    from nacl.signing import SigningKey
+
+    class BAhead:
+        host, port = "b.example", 1
+
+        def open_round(self):
+            return 3
+
+    ka, kb = ServerKeys.generate(), ServerKeys.generate(box=True)
+    keys = [ClientKeys.generate() for _ in range(3)]
+    e = Enrolment.create(SigningKey.generate(), params, ka.public, kb.public,
+                         [k.public for k in keys])  # fmt: skip
+    A, B = ServerA(params, ka, enrolment=e), ServerB(params, kb, ka.public, enrolment=e)
+    for k in keys:
+        to_a, to_b = JanusClient.from_enrolment(e, k, ck).prepare(np.zeros(params.dim), 1, 1)
+        A.receive(to_a)
+        B.receive(to_b)
+    agg_b = B.aggregate(A.participants(B.bindings))
+    lost = ServerA(params, ka, enrolment=e)  # A restarted: its submissions of round 1 are gone
+    with pytest.raises(ProtocolError, match="no longer holds"):
+        lost.adopt(agg_b)
+    assert A.adopt(agg_b).ids == agg_b.ids  # the A that kept them adopts B's answer
+    sync_with_b(lost, BAhead())
+    assert lost.round_id == 3

@@ -225,8 +225,7 @@ def test_enrol_never_replaces_an_existing_file_without_force(tmp_path, capsys):
 def test_messages_of_one_deployment_are_void_in_another(params, ck):
     # attacker trial (issue 16): with the same context everywhere, a recorder replayed an old
     # run's messages and close into a B restarted with an empty record, and read an update
-    from janus_secagg import Authorization, JanusClient, ProtocolError, ServerB
-    from janus_secagg.cli import _deployment_domain
+    from janus_secagg import Authorization, JanusClient, ProtocolError, ServerB, deployment_domain
 
     operator = SigningKey.generate()
     ka, kb = ServerKeys.generate(), ServerKeys.generate(box=True)
@@ -234,7 +233,7 @@ def test_messages_of_one_deployment_are_void_in_another(params, ck):
     old, new = (
         Enrolment.create(
             operator,
-            JanusParams(dim=params.dim, domain=_deployment_domain()),
+            JanusParams(dim=params.dim, domain=deployment_domain()),
             ka.public,
             kb.public,
             [k.public for k in keys],

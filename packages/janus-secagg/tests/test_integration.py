@@ -13,6 +13,7 @@ from janus_secagg import (
     Authorization,
     CommitmentKey,
     JanusParams,
+    ParticipantSet,
     ProtocolError,
     UnauthorizedError,
     VerificationError,
@@ -248,3 +249,26 @@ def test_remote_names_the_address_and_rejects_bad_fetches():
         remote.fetch(-1, AggA)
     with pytest.raises(TypeError, match="cls"):
         remote.fetch(1, None)
+
+
+def test_a_recovers_when_b_answered_but_its_reply_was_lost(network):
+    # third trial (issue 16): B answered round 1 but its reply never reached A; A stayed at
+    # round 1, B refused its bindings for good, and the deployment was stuck
+    deployment, a, b = network(4)
+    params = deployment.params
+    clients = deployment.janus_clients(CommitmentKey.derive(params))
+    us = np.random.default_rng(9).uniform(-1, 1, (4, DIM))
+    for i, client in enumerate(clients):
+        to_a, to_b = client.prepare(us[i], 1, 1)
+        a.submit(to_a)
+        b.submit(to_b)
+    ids = tuple(sorted(b.bindings(deployment.authorize("bindings", 1))))
+    unsigned = ParticipantSet(1, ids, b"")
+    pset = ParticipantSet(1, ids, deployment.ka.sign(unsigned.payload(params.context)))
+    b.aggregate(pset)  # B answers as if A had asked; A never sees the reply
+    assert (a.open_round(), b.open_round()) == (1, 2)
+    agg_a = a.close_round(deployment.authorize("close", 1))  # A adopts B's published answer
+    assert agg_a.count == 4
+    mean = clients[0].finalize(agg_a, b.fetch(1, AggB))
+    assert np.abs(mean - us.mean(0)).max() <= 2.0**-17
+    assert a.open_round() == 2

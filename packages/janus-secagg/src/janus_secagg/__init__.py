@@ -29,7 +29,7 @@ from .errors import (
 )
 from .keys import ClientKeys, ClientPublicKey, ServerKeys, ServerPublicKeys
 from .messages import AggA, AggB, Authorization, ModelPin, ParticipantSet, ToA, ToB
-from .params import JanusParams
+from .params import JanusParams, deployment_domain
 from .prg import mask
 from .quantize import dequantize, quantize
 from .server import ServerA, ServerB
@@ -39,6 +39,7 @@ __all__ = [
     "__version__",
     # main API: parameters, the client, the two servers
     "JanusParams",
+    "deployment_domain",
     "JanusClient",
     "ServerA",
     "ServerB",

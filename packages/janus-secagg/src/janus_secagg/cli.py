@@ -12,7 +12,6 @@ after Pu et al., ICML 2025).
 
 import argparse
 import os
-import secrets
 import sys
 from pathlib import Path
 
@@ -115,7 +114,7 @@ def enrol(args: argparse.Namespace) -> str:
     from .enrolment import Enrolment
     from .keys import ClientKeys, ClientPublicKey
     from .net import parse_public_key, with_flags
-    from .params import JanusParams
+    from .params import JanusParams, deployment_domain
 
     out = Path(args.out)
     if out.exists() and not args.force:
@@ -142,7 +141,7 @@ def enrol(args: argparse.Namespace) -> str:
 
     fields = ("dim", "clip", "frac_bits", "min_clients", "max_total_weight")
     params = with_flags(
-        lambda: JanusParams(**{f: getattr(args, f) for f in fields}, domain=_deployment_domain()),
+        lambda: JanusParams(**{f: getattr(args, f) for f in fields}, domain=deployment_domain()),
         **{f: f"--{f.replace('_', '-')}" for f in fields},
     )
     certificates = {
@@ -162,13 +161,6 @@ def enrol(args: argparse.Namespace) -> str:
         f"wrote {args.out}: {len(clients)} clients, l = {params.dim}, t = {params.min_clients}, "
         f"TLS: {tls or 'none (plain TCP)'}; operator {bytes(operator.verify_key).hex()}"
     )
-
-
-def _deployment_domain() -> bytes:
-    """``JanusParams.domain`` of a new enrolment: the library's tag and 8 random bytes, so that
-    every signature of one deployment is void in any other (a replay of an old deployment's
-    messages into a new one fails)."""
-    return b"JANUS-SECAGG-v1/" + secrets.token_hex(8).encode()
 
 
 def _read_text(path, flag: str) -> str:

@@ -405,23 +405,26 @@ class Authorization(_Message):
             )
 
     @classmethod
-    def sign(cls, keys, domain: bytes, request: str, round_id: int) -> "Authorization":
-        """`request` for round `round_id`, signed with A's ``ServerKeys`` `keys` (`domain` is
-        ``JanusParams.context``).
+    def sign(cls, keys, context: bytes, request: str, round_id: int) -> "Authorization":
+        """`request` for round `round_id`, signed with A's ``ServerKeys`` `keys` under
+        `context` (``JanusParams.context`` of the enrolment, not its ``domain``).
 
         Raises
         ------
         TypeError, ValueError
-            If `keys` cannot sign, `domain` is not bytes, `request` is unknown, or `round_id`
-            is not an int in [1, 2^64).
+            If `keys` cannot sign, `context` is not a ``JanusParams.context``, `request` is
+            unknown, or `round_id` is not an int in [1, 2^64).
         """
         if not callable(getattr(keys, "sign", None)):
             raise TypeError(f"`keys` must be server A's ServerKeys, got {type(keys).__name__}")
-        if not isinstance(domain, bytes) or not domain:
-            raise TypeError(f"`domain` must be JanusParams.context (bytes), got {domain!r:.40}")
+        if not isinstance(context, bytes) or b"|params|" not in context:
+            raise TypeError(
+                f"`context` must be JanusParams.context (bytes), not its domain; got "
+                f"{context!r:.40}"
+            )
         check_scalar(round_id, "round_id", kind=numbers.Integral, low=1, high=2**64 - 1)
         unsigned = cls(int(round_id), request, b"")
-        return cls(int(round_id), request, keys.sign(unsigned.payload(domain)))
+        return cls(int(round_id), request, keys.sign(unsigned.payload(context)))
 
     def payload(self, domain: bytes) -> bytes:
         """The bytes A signs: domain, the request's name, round."""

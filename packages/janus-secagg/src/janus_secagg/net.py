@@ -42,9 +42,11 @@ _OP_NAMES = dict(enumerate(
     ("keys", "submit", "received", "participants", "close", "fetch", "bindings", "pin", "round"),
     1,
 ))  # fmt: skip
-#: Seconds from connecting to a complete request (TLS handshake included) before a server
-#: drops the connection.
+#: Seconds from connecting to a request's length header (TLS handshake included).
 READ_TIMEOUT = 15.0
+#: Slowest accepted upload after the header, bytes per second (a body of n bytes may take
+#: READ_TIMEOUT + n / MIN_RATE seconds: 8 MB, a ToA at l = 10^6, gets 140 s).
+MIN_RATE = 64 * 1024
 #: Frame bytes allowed beyond 8 bytes per vector entry and per enrolled client.
 FRAME_SLACK = 4096
 _LEN = struct.Struct(">I")
@@ -65,11 +67,14 @@ def max_frame(params, n_clients: int) -> int:
     return FRAME_SLACK + 8 * (params.length + n_clients)
 
 
-async def _read_frame(reader: asyncio.StreamReader, limit: int) -> bytes:
-    (n,) = _LEN.unpack(await reader.readexactly(_LEN.size))
+async def _read_frame(reader: asyncio.StreamReader, limit: int, timeout: float) -> bytes:
+    """A request: its length header within `timeout`, then the body at >= MIN_RATE bytes/s."""
+    async with asyncio.timeout(timeout):
+        (n,) = _LEN.unpack(await reader.readexactly(_LEN.size))
     if n > limit:
         raise ValueError(f"frame of {n} bytes is longer than the {limit} this server reads")
-    return await reader.readexactly(n)
+    async with asyncio.timeout(timeout + n / MIN_RATE):
+        return await reader.readexactly(n)
 
 
 def _frame(payload: bytes) -> bytes:
@@ -266,6 +271,30 @@ def _authorization(authorization, request: str) -> bytes:
     return authorization.to_bytes()
 
 
+def _out_of_step(a_round: int, b_round: int) -> str:
+    if b_round < a_round:
+        return (
+            f"server B is at round {b_round}, behind A's {a_round}: B lost its record (its state "
+            "file); restore it or enrol a new deployment"
+        )
+    return f"server B is at round {b_round}, A at {a_round}: A lost its record (its state file)"
+
+
+def sync_with_b(server: ServerA, peer: Remote) -> None:
+    """At A's start: ask B for its open round; open it when B answered rounds A has no record
+    of (A without its state file, or killed in a close), log a warning when B is behind."""
+    try:
+        b_round = peer.open_round()
+    except (OSError, ProtocolError) as error:
+        log.warning("cannot reach server B at %s at start (%s): checked again at the first close",
+                    host_port(peer), error)  # fmt: skip
+        return
+    if b_round > server.round_id:
+        server.skip_to(b_round)
+    elif b_round < server.round_id:
+        log.error(_out_of_step(server.round_id, b_round))
+
+
 def _error_reply(error: Exception) -> bytes:
     """The status byte and text of a refused request (``_ERRORS`` on the client's side);
     3 (ValueError) for a malformed request."""
@@ -289,18 +318,21 @@ class Service:
         Connections served at once, counted from the TCP accept (before any TLS handshake);
         more are dropped. Each holds at most one request frame (``max_frame`` bytes), so a
         server buffers at most ``max_connections × max_frame`` bytes of requests.
-    max_per_peer : int, default=8
-        Connections one peer address may hold at once.
+    max_per_peer : int, default=32
+        Connections one peer address may hold at once (clients behind one NAT address share
+        it: raise it for them).
     read_timeout : float, default=READ_TIMEOUT
-        Seconds from the accept to a complete request (TLS handshake included).
+        Seconds from the accept to the request's header (TLS handshake included); the body
+        then gets ``read_timeout + n / MIN_RATE`` seconds.
     """
 
     def __init__(self, server, peer=None, rounds=None, linger: float = 10.0,
-                 max_connections: int = 64, max_per_peer: int = 8,
+                 max_connections: int = 64, max_per_peer: int = 32,
                  read_timeout: float = READ_TIMEOUT):  # fmt: skip
         check_scalar(max_connections, "max_connections", kind=numbers.Integral, low=1)
         check_scalar(max_per_peer, "max_per_peer", kind=numbers.Integral, low=1)
-        check_scalar(read_timeout, "read_timeout", kind=numbers.Real, low=0.0, inclusive="neither")
+        check_scalar(read_timeout, "read_timeout", kind=numbers.Real, low=0.0, high=3600.0,
+                     inclusive="right")  # fmt: skip
         self.server, self.peer, self.rounds, self.linger = server, peer, rounds, linger
         self.max_connections, self.active = int(max_connections), 0
         self.max_per_peer, self.read_timeout = int(max_per_peer), float(read_timeout)
@@ -351,9 +383,22 @@ class Service:
         if op == CLOSE and isinstance(s, ServerA):
             t = s.round_id
             s.check_authorization(Authorization.from_bytes(body), "close")
-            bindings = await self._peer_call(BINDINGS, s.authorize("bindings").to_bytes())
-            pset = s.participants(_read_bindings(bindings))
-            AggB.from_bytes(await self._peer_call(PARTICIPANTS, pset.to_bytes()))
+            b_round = _U64.unpack(await self._peer_call(ROUND, b""))[0]
+            if b_round == t + 1:  # B answered t, but its reply never reached A
+                try:
+                    s.adopt(AggB.from_bytes(await self._peer_call(FETCH, _U64.pack(t))))
+                except ProtocolError:
+                    s.skip_to(b_round)
+                    raise ProtocolError(
+                        f"round {t} was answered by B while A had lost its submissions; A opened "
+                        f"round {b_round}: prepare again for it"
+                    ) from None
+            elif b_round != t:
+                raise ProtocolError(_out_of_step(t, b_round))
+            else:
+                bindings = await self._peer_call(BINDINGS, s.authorize("bindings").to_bytes())
+                pset = s.participants(_read_bindings(bindings))
+                AggB.from_bytes(await self._peer_call(PARTICIPANTS, pset.to_bytes()))
             out = s.aggregate(t)
             self._round_closed(out)
             return out.to_bytes()
@@ -382,10 +427,10 @@ class Service:
         self.active += 1
         self.per_peer[address] += 1
         try:
-            async with asyncio.timeout(self.read_timeout):  # handshake and request together
-                if self.tls is not None:  # after counting: a handshake costs memory
+            if self.tls is not None:  # after counting: a handshake costs memory
+                async with asyncio.timeout(self.read_timeout):
                     await writer.start_tls(self.tls)
-                request = await _read_frame(reader, self.max_frame)
+            request = await _read_frame(reader, self.max_frame, self.read_timeout)
             name = _OP_NAMES.get(request[0], "unknown") if request else "empty"
             try:
                 if not request:
@@ -455,11 +500,13 @@ def add_server_arguments(parser: argparse.ArgumentParser, role: str | None = Non
         help="connections served at once, counted before the TLS handshake (64)",
     )  # fmt: skip
     parser.add_argument(
-        "--max-per-peer", type=int, default=8, help="connections one address may hold (8)"
-    )
+        "--max-per-peer", type=int, default=32,
+        help="connections one address may hold (32; raise it for many clients behind one NAT)",
+    )  # fmt: skip
     parser.add_argument(
         "--read-timeout", type=float, default=READ_TIMEOUT,
-        help=f"seconds from connect to a complete request, handshake included ({READ_TIMEOUT:g})",
+        help=f"seconds from connect to a request's header, handshake included "
+        f"({READ_TIMEOUT:g}); the body then gets this plus 1 s per {MIN_RATE // 1024} KiB",
     )  # fmt: skip
     parser.set_defaults(b_host="127.0.0.1", b_port=None, client_cert=None, client_key=None)
     if role in (None, "a"):
@@ -529,7 +576,7 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
         check_scalar(args.max_connections, "--max-connections", kind=numbers.Integral, low=1)
         check_scalar(args.max_per_peer, "--max-per-peer", kind=numbers.Integral, low=1)
         check_scalar(args.read_timeout, "--read-timeout", kind=numbers.Real, low=0.0,
-                     inclusive="neither")  # fmt: skip
+                     high=3600.0, inclusive="right")  # fmt: skip
         if args.rounds is not None:
             check_scalar(args.rounds, "--rounds", kind=numbers.Integral, low=1)
         check_scalar(args.linger, "--linger", kind=numbers.Real, low=0.0)
@@ -548,11 +595,15 @@ def serve(role: str, args: argparse.Namespace, make_server=make_honest_server) -
                 enrolment, "b", args.b_host, args.b_port, client_cert=args.client_cert,
                 client_key=args.client_key,
             ), host="--b-host", client_cert="--client-cert", client_key="--client-key")  # fmt: skip
-        server = with_flags(lambda: make_server(role, enrolment, keys, args.state_file),
-                            state="--state-file", keys="--key-file")  # fmt: skip
+        server = with_flags(
+            lambda: make_server(role, enrolment, keys, args.state_file),
+            state="--state-file", path="--state-file", keys="--key-file",
+        )  # fmt: skip
     except (ValueError, TypeError) as error:
         print(f"janus-secagg serve-{role}: error: {error}", file=sys.stderr)
         return 2
+    if peer is not None:
+        sync_with_b(server, peer)
     service = Service(server, peer=peer, rounds=args.rounds, linger=args.linger,
                       max_connections=args.max_connections, max_per_peer=args.max_per_peer,
                       read_timeout=args.read_timeout)  # fmt: skip

@@ -8,6 +8,7 @@ below are this library's reconstruction, with the sources given per field.
 import hashlib
 import math
 import numbers
+import secrets
 import struct
 from dataclasses import dataclass
 
@@ -19,6 +20,14 @@ RING_BITS = 64
 GROUP_ORDER = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 #: Largest 2C · 2^f: float64 then computes u + C to within 2^-10 of one code (52-bit mantissa).
 MAX_CODE_BITS = 44
+
+
+def deployment_domain() -> bytes:
+    """A ``JanusParams.domain`` for one deployment: the library's tag and 8 random bytes
+    (``secrets``). Every signature covers it, so messages, authorizations and aggregates of one
+    deployment are void in any other (``janus-secagg enrol`` uses it; pass it to
+    ``JanusParams(domain=...)`` when you enrol in Python)."""
+    return b"JANUS-SECAGG-v1/" + secrets.token_hex(8).encode()
 
 
 @dataclass(frozen=True)

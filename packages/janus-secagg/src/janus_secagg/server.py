@@ -8,6 +8,7 @@ no multi-scalar multiplication.
 """
 
 import fcntl
+import json
 import logging
 import numbers
 from collections.abc import Iterable, Mapping
@@ -131,7 +132,12 @@ class _Server:
         """Sorted ids of the clients whose message for the open round was accepted."""
         return sorted(self._inbox)
 
-    def _admit(self, msg) -> None:
+    def _binding_of(self, msg) -> bytes:
+        raise NotImplementedError
+
+    def _admit(self, msg) -> bool:
+        """Check a client's message for the open round; True if the very same message was
+        accepted before (a resend after a lost reply or a server restart: nothing to do)."""
         if not isinstance(msg, self.message_type):
             raise TypeError(f"`msg` must be a {self.message_type.__name__}")
         if msg.round_id < self.round_id:
@@ -149,7 +155,13 @@ class _Server:
                 "the client's JanusParams differ from this server's)"
             )
         if msg.client_id in self._inbox:
-            raise ProtocolError(f"client {msg.client_id} already sent round {msg.round_id}")
+            if self._inbox[msg.client_id][2] == self._binding_of(msg):
+                return True
+            raise ProtocolError(
+                f"client {msg.client_id} already sent another message in round {msg.round_id} "
+                "(resend the same one: a new prepare is refused)"
+            )
+        return False
 
     def _open_state(self, path, output_cls, config: dict) -> ResultStore:
         """Open this server's record of published rounds (``state=``), locked against a second
@@ -174,7 +186,21 @@ class _Server:
             log.warning("%s: dropped an unfinished last record (never sent: it is written "
                         "before its answer); if nothing crashed, check who edits the file",
                         path)  # fmt: skip
-        store = ResultStore(path, config={**config, "context": self.params.context.hex()})
+        for number, line in enumerate(data.split(b"\n")[:-1], 1):  # the complete lines
+            try:
+                json.loads(line)
+            except ValueError:
+                raise ValueError(
+                    f"`state` {path} line {number} is damaged; restore the file from a copy or "
+                    "enrol a new deployment (a server on an empty record would repeat rounds)"
+                ) from None
+        try:
+            store = ResultStore(path, config={**config, "context": self.params.context.hex()})
+        except ValueError as error:
+            raise ValueError(
+                f"`state` {path}: {error}. Use this server's own record (restore it from a "
+                "copy), or enrol a new deployment; never start on an empty one by mistake"
+            ) from None
         for key in store:
             raw = bytes.fromhex(store.get(key))
             if key == "model-pin":
@@ -290,12 +316,62 @@ class ServerA(_Server):
             isinstance(msg.rho_a, numbers.Integral) and 0 <= msg.rho_a < GROUP_ORDER
         ):
             raise ProtocolError(f"client {msg.client_id}: rho_a is not in [0, r)")
-        self._admit(msg)
-        if len(msg.y) != self.params.length:
+        if isinstance(msg, ToA) and len(msg.y) != self.params.length:
             raise ProtocolError(f"client {msg.client_id}: y has length {len(msg.y)}")
-        binding = _binding(msg.commitment, y_digest(msg.rho_a, msg.y), msg.box_digest)
-        self._inbox[msg.client_id] = (msg.y, msg.rho_a, binding, msg.commitment)
+        if self._admit(msg):
+            return
+        self._inbox[msg.client_id] = (msg.y, msg.rho_a, self._binding_of(msg), msg.commitment)
         self._participants = None
+
+    def _binding_of(self, msg) -> bytes:
+        return _binding(msg.commitment, y_digest(msg.rho_a, msg.y), msg.box_digest)
+
+    def adopt(self, agg_b: AggB) -> ParticipantSet:
+        """Fix U from B's published answer for the open round, when B answered it but its
+        reply never reached A (a lost connection, or A restarted in the close window).
+
+        B's signed ``AggB`` is the one answer of the round, so A aggregates over its U; A
+        checks B's signature (the enrolment's key), the round, that it holds every client of U
+        and that its own C_U equals B's.
+
+        Raises
+        ------
+        ProtocolError
+            If A has no enrolment, the answer is not B's for the open round, or A lacks some
+            client of U (it lost its submissions) or disagrees on C_U.
+        """
+        if self.enrolment is None:
+            raise ProtocolError("adopting B's answer needs the enrolment (B's key)")
+        if not isinstance(agg_b, AggB) or agg_b.round_id != self.round_id:
+            raise ProtocolError(f"not B's answer for the open round {self.round_id}")
+        payload = agg_b.payload(self.params.context)
+        if not verify_signature(self.enrolment.b.sign, payload, agg_b.signature):
+            raise ProtocolError("the answer is not signed by server B")
+        missing = set(agg_b.ids) - set(self._inbox)
+        if missing:
+            raise ProtocolError(
+                f"B answered round {self.round_id} over {len(missing)} clients whose messages A "
+                "no longer holds (A lost its submissions of that round)"
+            )
+        commitment = Commitment.zero()
+        for i in agg_b.ids:
+            commitment = commitment + self._inbox[i][-1]
+        if commitment != agg_b.commitment:
+            raise ProtocolError("B's C_U differs from A's over the same U")
+        unsigned = ParticipantSet(self.round_id, agg_b.ids, b"")
+        self._participants = ParticipantSet(
+            self.round_id, agg_b.ids, self.keys.sign(unsigned.payload(self.params.context))
+        )
+        return self._participants
+
+    def skip_to(self, round_id: int) -> None:
+        """Open `round_id` (> the open round), dropping the open round's submissions: B
+        answered the rounds in between while A lost their messages, so they get no aggregate."""
+        check_scalar(round_id, "round_id", kind=numbers.Integral, low=self.round_id + 1)
+        log.warning("rounds %d to %d were answered by B while A had lost their submissions; "
+                    "they get no aggregate: opening round %d", self.round_id, round_id - 1,
+                    round_id)  # fmt: skip
+        self._inbox, self._participants, self.round_id = {}, None, int(round_id)
 
     def participants(self, u_b) -> ParticipantSet:
         """Fix U = U_A ∩ U_B for the open round and sign it (spec §2 step 5).
@@ -425,7 +501,8 @@ class ServerB(_Server):
         ReplayError, ProtocolError
             As for ``ServerA.receive``; also if the box does not open.
         """
-        self._admit(msg)
+        if self._admit(msg):
+            return
         try:
             opened = self._unbox.decrypt(msg.box)
         except CryptoError:
@@ -434,8 +511,10 @@ class ServerB(_Server):
         if len(opened) != SEED_BYTES + 32 or rho_b >= GROUP_ORDER:
             raise ProtocolError(f"client {msg.client_id}: malformed box content")
         r = mask(seed, msg.round_id, self.params.length, self.params.domain)
-        binding = _binding(msg.commitment, msg.y_digest, digest(msg.box))
-        self._inbox[msg.client_id] = (r, rho_b, binding, msg.commitment)
+        self._inbox[msg.client_id] = (r, rho_b, self._binding_of(msg), msg.commitment)
+
+    def _binding_of(self, msg) -> bytes:
+        return _binding(msg.commitment, msg.y_digest, digest(msg.box))
 
     @property
     def bindings(self) -> dict[int, bytes]:
