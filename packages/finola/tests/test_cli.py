@@ -23,9 +23,10 @@ def trained(tmp_path_factory):
 
 def test_train_analyze_reconstruct(trained, run_main, tmp_path):
     assert (trained.parent / "ae.pt.train").exists()  # the resumable checkpoint
-    analysis = run_main(main, "analyze", trained)
-    assert analysis.code == 0
-    assert "cond(A)" in analysis.out
+    for model_file in (trained, trained.parent / "ae.pt.train"):  # also fit's checkpoints
+        analysis = run_main(main, "analyze", model_file)
+        assert analysis.code == 0, analysis.err
+        assert "cond(A)" in analysis.out
     from PIL import Image
     from skimage import data
 
@@ -40,19 +41,20 @@ def test_train_analyze_reconstruct(trained, run_main, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["analyze", "{missing}"], "cannot read"),
-        (["analyze", "{text}"], "cannot read|not a file written"),
+        (["analyze", "{missing}"], "not a finola model file"),
+        (["analyze", "{text}"], "not a finola model file"),
+        (["train", "--out", "{folder}"], "must be a file in an existing folder"),
         (["reconstruct", "{model}", "{missing}", "{out}"], "is not a file"),
         (["train", "--images", "{missing}", "--out", "{out}"], "`--images`"),
         (["train", "--steps", "0", "--out", "{out}"], "steps"),
         (["train", "--grid", "3", "--out", "{out}"], "power of two"),
-        (["train", "--out", "{missing}/ae.pt"], "folder does not exist"),
+        (["train", "--out", "{missing}/ae.pt"], "existing folder"),
     ],
 )
 def test_commands_refuse_bad_input(trained, run_main, tmp_path, argv, match):
     (tmp_path / "text.pt").write_text("not a model")
     paths = {"missing": tmp_path / "missing", "text": tmp_path / "text.pt", "model": trained,
-             "out": tmp_path / "o.png"}  # fmt: skip
+             "out": tmp_path / "o.png", "folder": tmp_path}  # fmt: skip
     result = run_main(main, *[a.format(**paths) for a in argv])
     assert result.code == 2
     assert any(m.lower() in result.err.lower() for m in match.split("|")), result.err

@@ -172,3 +172,12 @@ def test_scan_rejects_bad_input(kwargs, error, match):
     args = {"q": Q, "A": M4, "B": M4, "grid": (3, 3), **kwargs}
     with pytest.raises(error, match=match):
         finola_scan(args.pop("q"), args.pop("A"), args.pop("B"), args.pop("grid"), **args)
+
+
+@pytest.mark.parametrize(
+    ("norm", "eps"), [("ln", 1e-6), ("RMS", 1e-6), (None, 1e-6), ("rms", -1.0)]
+)
+def test_normalize_rejects_unknown_norms_and_bad_eps(norm, eps):
+    # new-user trial: a typo silently meant "no normalisation", a negative eps gave NaN
+    with pytest.raises((ValueError, TypeError), match=r"norm|eps"):
+        normalize(torch.randn(2, 4), norm, eps)

@@ -116,3 +116,19 @@ def test_multi_path_autoencoder_and_conv3_decoder():
 def test_layers_reject_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_autocast_and_mixed_dtypes_run_in_the_wider_precision():
+    # new-user trial: bf16 under autocast was refused; a float64 layer silently ran float32 q
+    layer = FINOLA(8, 4)
+    q = torch.randn(2, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        z = layer(q.bfloat16())
+    assert z.dtype == torch.float32
+    torch.testing.assert_close(z, layer(q.bfloat16().float()))
+    assert FINOLA(8, 4).double()(q).dtype == torch.float64
+
+
+def test_wave_parametrization_refuses_free_reverse_matrices():
+    with pytest.raises(ValueError, match="reverse='negate'"):
+        FINOLA(8, 4, parametrization="wave", reverse="separate")

@@ -50,7 +50,9 @@ def test_float32_single_image_and_numpy():
 
 def test_clamps_the_reconstruction():
     y = torch.full((2, 3, 8, 8), 0.5)
-    assert psnr(torch.full_like(y, 7.0), y) == pytest.approx(psnr(torch.ones_like(y), y))
+    assert psnr(torch.full_like(y, 1.7), y) == pytest.approx(psnr(torch.ones_like(y), y))
+    with pytest.raises(ValueError, match="over twice data_range"):  # new-user trial: 0-255 x
+        psnr(torch.full_like(y, 200.0), y)
     assert psnr(torch.full_like(y, -3.0), y) == pytest.approx(10 * math.log10(1 / 0.25))
     assert psnr(y + 0.1, y) == pytest.approx(20.0, abs=1e-5)
     assert psnr(y, y) == math.inf

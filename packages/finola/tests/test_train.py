@@ -174,3 +174,16 @@ def test_bad_input(patches):
         fit(model, patches, 2, device="gpu", progress=False)
     with pytest.raises(FloatingPointError, match="`lr`"):
         fit(_autoencoder(), patches, 50, lr=1e12, weight_decay=0.0, progress=False)
+
+
+def test_resume_refuses_a_finola_with_other_settings(tmp_path):
+    # new-user trial: LayerNorm weights resumed silently into an RMS-norm model
+    from finola import FINOLA, FinolaAutoencoder, SmallConvEncoder, UpConvDecoder
+
+    def model(**kw):
+        return FinolaAutoencoder(SmallConvEncoder(16), FINOLA(16, 8, **kw), UpConvDecoder(16, 2))
+
+    patches = torch.rand(32, 3, 32, 32)
+    fit(model(), patches, 2, checkpoint=tmp_path / "c.pt", progress=False)
+    with pytest.raises(ValueError, match=r"another model.*norm='rms'"):
+        fit(model(norm="rms"), patches, 4, checkpoint=tmp_path / "c.pt", progress=False)

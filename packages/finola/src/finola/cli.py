@@ -46,6 +46,7 @@ def build_parser():
     train.add_argument("--distributed", default="ddp", choices=("ddp", "fsdp"),
                        help="data parallelism when started by torchrun")  # fmt: skip
     train.add_argument("--out", required=True, help="the trained model file")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
     analyze = commands.add_parser("analyze", help="A, B of a trained model as wave equations")
     analyze.add_argument("model", help="a file written by `finola train`")
     recon = commands.add_parser("reconstruct", help="reconstruct a photo tile by tile")
@@ -72,8 +73,8 @@ def train(args) -> str:
     from .train import fit
 
     out = Path(args.out)
-    if not out.resolve().parent.is_dir():
-        raise ValueError(f"`--out` {args.out}: its folder does not exist")
+    if out.is_dir() or not out.resolve().parent.is_dir():
+        raise ValueError(f"`--out` {args.out} must be a file in an existing folder")
     job = setup()
     config = {"kind": args.model, "channels": args.channels, "grid": args.grid,
               "patch": args.patch}  # fmt: skip
@@ -87,7 +88,8 @@ def train(args) -> str:
     net = wrap(model, args.distributed, job)
     history = fit(net, patches, args.steps, batch_size=args.batch_size, lr=args.lr,
                   seed=args.seed, checkpoint=f"{out}.train",
-                  checkpoint_every=args.checkpoint_every, progress=job.is_main)  # fmt: skip
+                  checkpoint_every=args.checkpoint_every,
+                  progress=job.is_main and not args.quiet)  # fmt: skip
     if job.world_size > 1:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
@@ -98,7 +100,8 @@ def train(args) -> str:
     if not job.is_main:
         return ""
     torch.save({"format": MODEL_FORMAT, "config": config, "model": state}, out)
-    return f"wrote {out}: {args.model}, final train MSE {history['loss'][-1]:.4g}"
+    resumed = f" (resumed at step {history['resumed_from']})" if history["resumed_from"] else ""
+    return f"wrote {out}: {args.model}, final train MSE {history['loss'][-1]:.4g}{resumed}"
 
 
 def load_model(path):
@@ -110,14 +113,10 @@ def load_model(path):
     ValueError
         If `path` cannot be read or is not such a file.
     """
-    import torch
 
     from .models import build_autoencoder
 
-    try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
-        raise ValueError(f"`model` {path}: cannot read it: {error}") from None
+    saved = _read(path)
     if not isinstance(saved, dict) or saved.get("format") != MODEL_FORMAT:
         raise ValueError(f"`model` {path} is not a file written by `finola train`")
     model = build_autoencoder(**saved["config"])
@@ -125,15 +124,46 @@ def load_model(path):
     return model.eval(), saved["config"]
 
 
-def analyze(path) -> str:
-    """The ``analyze`` command's text: conditioning and speeds of a trained FINOLA."""
-    from .analysis import wave_analysis
-    from .layers import FINOLA
+def _read(path) -> dict:
+    import torch
 
-    model, _ = load_model(path)
-    if not isinstance(model.finola, FINOLA):
-        raise ValueError(f"`model` {path} is a {type(model.finola).__name__} baseline: no A, B")
-    waves = wave_analysis(model.finola.A.detach(), model.finola.B.detach())
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"`model` {path}: not a finola model file ({first[:100]})") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"`model` {path} is not a finola model file")
+    return saved
+
+
+def step_matrices(path):
+    """A and B of the FINOLA in a ``finola train`` file or a ``fit`` checkpoint (A = diag(λ) B
+    for ``parametrization="wave"``).
+
+    Raises
+    ------
+    ValueError
+        If `path` holds neither, or a baseline without A, B.
+    """
+    saved = _read(path)
+    state = saved.get("model")
+    if not isinstance(state, dict) or "finola.B" not in state:
+        raise ValueError(
+            f"`model` {path} holds no FINOLA (no finola.A, finola.B: a baseline, or not a file "
+            "of `finola train` or `fit(checkpoint=...)`)"
+        )
+    B = state["finola.B"]
+    A = state["finola.speeds"][:, None] * B if "finola.speeds" in state else state["finola.A"]
+    return A, B
+
+
+def analyze(path) -> str:
+    """The ``analyze`` command's text: conditioning and speeds of a trained FINOLA (from a
+    ``finola train`` file or a ``fit`` checkpoint)."""
+    from .analysis import wave_analysis
+
+    waves = wave_analysis(*step_matrices(path))
     real = int(waves.real_speeds.sum())
     lines = [
         f"C = {waves.channels}: cond(A) {waves.cond_A:.3g}, cond(B) {waves.cond_B:.3g}, "
@@ -162,6 +192,7 @@ def reconstruct(path, image, output) -> str:
     H, W = (x.shape[1] // patch) * patch, (x.shape[2] // patch) * patch
     if H == 0 or W == 0:
         raise ValueError(f"`image` {image} is smaller than the model's {patch}x{patch} patch")
+    cropped = "" if tuple(x.shape[1:]) == (H, W) else f", cropped to {W}x{H} (the patch grid)"
     x = x[:, :H, :W]
     tiles = x.unfold(1, patch, patch).unfold(2, patch, patch)  # (3, H/p, W/p, p, p)
     rows, cols = tiles.shape[1:3]
@@ -174,7 +205,7 @@ def reconstruct(path, image, output) -> str:
 
     pixels = (out.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
     Image.fromarray(pixels).save(output)
-    return f"wrote {output}: {rows}x{cols} tiles, PSNR {psnr(out[None], x[None]):.2f} dB"
+    return f"wrote {output}: {rows}x{cols} tiles{cropped}, PSNR {psnr(out[None], x[None]):.2f} dB"
 
 
 def main(argv=None) -> int:
@@ -196,6 +227,14 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, OSError, ImportError) as error:
         print(f"finola {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        where = (
+            f"; rerun the same command to resume from {args.out}.train"
+            if args.command == "train"
+            else ""
+        )
+        print(f"finola {args.command}: interrupted{where}", file=sys.stderr)
+        return 130
     if text:
         print(text)
     return 0

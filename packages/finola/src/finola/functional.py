@@ -41,7 +41,19 @@ __all__ = ["BACKENDS", "NORMS", "ORDERS", "REVERSES", "finola_scan", "normalize"
 
 def normalize(z: torch.Tensor, norm: str = "layernorm", eps: float = 1e-6) -> torch.Tensor:
     """ẑ over the last (channel) axis: ``F.layer_norm`` (no affine, population variance, ε in
-    the square root), ``F.rms_norm`` (z / √(mean z² + ε)) or the identity ("none")."""
+    the square root), ``F.rms_norm`` (z / √(mean z² + ε)) or the identity ("none").
+
+    Raises
+    ------
+    ValueError
+        If `norm` is not one of ``NORMS`` or `eps` is not > 0.
+    """
+    check_choice(norm, "norm", NORMS)
+    check_scalar(eps, "eps", kind=numbers.Real, low=0.0, inclusive="neither")
+    return _normalize(z, norm, eps)
+
+
+def _normalize(z: torch.Tensor, norm: str, eps: float) -> torch.Tensor:
     if norm == "layernorm":
         return F.layer_norm(z, (z.shape[-1],), eps=eps)
     if norm == "rms":
@@ -51,7 +63,7 @@ def normalize(z: torch.Tensor, norm: str = "layernorm", eps: float = 1e-6) -> to
 
 def _torch_step(z: torch.Tensor, m: torch.Tensor, out: torch.Tensor, norm: str, eps: float):
     """out ← z + ẑ Mᵀ for rows z (R, C)."""
-    torch.addmm(z, normalize(z, norm, eps), m.t(), out=out)
+    torch.addmm(z, _normalize(z, norm, eps), m.t(), out=out)
 
 
 def _torch_step_vjp(z, m, g, norm: str, eps: float):
@@ -68,7 +80,7 @@ def _torch_step_vjp(z, m, g, norm: str, eps: float):
     elif norm == "rms":
         with torch.enable_grad():
             leaf = z.detach().requires_grad_()
-            zhat = normalize(leaf, norm, eps)
+            zhat = _normalize(leaf, norm, eps)
             dz = torch.autograd.grad(zhat, leaf, dzhat)[0]
         zhat = zhat.detach()
     else:
@@ -132,7 +144,7 @@ def _naive_map(q, first, second, h, w, yc, xc, norm, eps, order):
     cell = {(yc, xc): q}
 
     def step(z, m):
-        return z + normalize(z, norm, eps) @ m.t()
+        return z + _normalize(z, norm, eps) @ m.t()
 
     if order == "yx":
         for y in range(yc + 1, h):
@@ -284,7 +296,7 @@ def finola_scan(
     reverse : {"negate", "separate"}, default="negate"
         Steps toward −x / −y: with −A / −B, or with `A_rev` / `B_rev`.
     A_rev, B_rev : Tensor of shape (C, C), optional
-        Required with ``reverse="separate"``.
+        Required with ``reverse="separate"``; not used with ``"negate"``.
     norm : {"layernorm", "rms", "none"}, default="layernorm"
     eps : float, default=1e-6
         ε inside the normaliser's square root.

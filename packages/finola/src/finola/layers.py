@@ -77,6 +77,11 @@ class FINOLA(nn.Module):
         check_scalar(init_scale, "init_scale", kind=numbers.Real, low=0.0, inclusive="neither")
         if norm != "none" and channels < 2:
             raise ValueError(f"norm={norm!r} needs channels >= 2, got {channels}")
+        if parametrization == "wave" and reverse == "separate":
+            raise ValueError(
+                "parametrization='wave' with reverse='separate' would leave A₋, B₋ free (their "
+                "A₋B₋⁻¹ neither diagonal nor analysed): use reverse='negate'"
+            )
         (h, w), center = check_grid(grid, center)
         self.channels, self.grid, self.center = int(channels), (h, w), center
         self.order, self.reverse, self.norm, self.eps = order, reverse, norm, float(eps)
@@ -107,7 +112,14 @@ class FINOLA(nn.Module):
         ValueError
             If q is not (N, C) with ``paths=1`` or (N, paths, C), has C ≠ `channels`, or holds
             NaN/Inf.
+
+        Notes
+        -----
+        Runs in the wider of q's dtype and the layer's (float16/bfloat16 q, e.g. under
+        ``torch.autocast``, runs in float32, autocast off inside), and returns that dtype.
         """
+        if isinstance(q, torch.Tensor) and q.dtype in (torch.float16, torch.bfloat16):
+            q = q.float()  # autocast: the recurrence runs in float32, as LayerNorm does
         check_q(q, self.channels)
         expected = 2 if self.paths == 1 else 3
         if q.ndim != expected or (q.ndim == 3 and q.shape[1] != self.paths):
@@ -115,14 +127,16 @@ class FINOLA(nn.Module):
             raise ValueError(
                 f"`q` must have shape {shape} for paths={self.paths}, got {tuple(q.shape)}"
             )
-        A, B = self.A.to(q.dtype), self.B.to(q.dtype)
+        dtype = torch.promote_types(q.dtype, self.B.dtype)  # the wider of q's and the layer's
+        q, A, B = q.to(dtype), self.A.to(dtype), self.B.to(dtype)
         A_rev = B_rev = None
         if self.reverse == "separate":
-            A_rev, B_rev = self.A_rev.to(q.dtype), self.B_rev.to(q.dtype)
-        z = finola_scan(
-            q, A, B, self.grid, center=self.center, order=self.order, reverse=self.reverse,
-            A_rev=A_rev, B_rev=B_rev, norm=self.norm, eps=self.eps, backend=self.backend,
-        )  # fmt: skip
+            A_rev, B_rev = self.A_rev.to(dtype), self.B_rev.to(dtype)
+        with torch.autocast(q.device.type, enabled=False):
+            z = finola_scan(
+                q, A, B, self.grid, center=self.center, order=self.order, reverse=self.reverse,
+                A_rev=A_rev, B_rev=B_rev, norm=self.norm, eps=self.eps, backend=self.backend,
+            )  # fmt: skip
         if self.paths > 1:
             z = z.mean(1) if self.combine == "mean" else z.sum(1)
         return z
@@ -131,5 +145,6 @@ class FINOLA(nn.Module):
         return (
             f"channels={self.channels}, grid={self.grid}, center={self.center}, "
             f"order={self.order!r}, reverse={self.reverse!r}, norm={self.norm!r}, "
-            f"paths={self.paths}, parametrization={self.parametrization!r}"
+            f"eps={self.eps:g}, paths={self.paths}, combine={self.combine!r}, "
+            f"parametrization={self.parametrization!r}"
         )

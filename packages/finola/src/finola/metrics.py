@@ -82,7 +82,8 @@ def psnr(x, y, data_range: float = 1.0, *, per_image: bool = False):
         is not a bool or `data_range` not a real number.
     ValueError
         If `x` or `y` is not 3- or 4-dimensional, is empty or contains NaN; if their shapes or
-        devices differ; if `y` has a value outside ``[0, data_range]`` or is infinite; if
+        devices differ; if `y` has a value outside ``[0, data_range]`` or is infinite; if a
+        finite value of `x` exceeds 2 · data_range (a [0, 255] reconstruction); if
         `data_range` is not positive and finite.
 
     Warns
@@ -134,6 +135,13 @@ def psnr(x, y, data_range: float = 1.0, *, per_image: bool = False):
         raise ValueError(
             f"`y` (the reference) has values outside [0, {data_range:g}] "
             f"(min {lo:g}, max {hi:g}): {hint} (CompressAI#190)"
+        )
+    finite = x[torch.isfinite(x)]
+    x_hi = float(finite.max()) if finite.numel() else 0.0
+    if x_hi > 2 * data_range:  # far beyond what clamping an overshoot is for
+        raise ValueError(
+            f"`x` (the reconstruction) reaches {x_hi:g}, over twice data_range={data_range:g}: "
+            "a [0, 255] image against a [0, 1] reference? (CompressAI#190)"
         )
     if data_range > 1 and hi <= 1:
         warnings.warn(

@@ -86,13 +86,27 @@ def _load(path: Path, config: dict, steps: int) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ValueError(
-            f"`checkpoint` {str(path)!r} is not a readable fit checkpoint ({err}); "
+            f"`checkpoint` {str(path)!r} is not a readable fit checkpoint ({first[:120]}); "
             "delete it or choose another path"
-        ) from err
+        ) from None
     if not isinstance(state, dict) or state.get("format") != _FORMAT:
         raise ValueError(
             f"`checkpoint` {str(path)!r} is not a finola fit checkpoint; choose another path"
+        )
+    stored = state["config"].get("model")
+    if stored != config["model"]:
+        old, new = (str(stored).splitlines(), config["model"].splitlines())
+        pair = next(((a, b) for a, b in zip(old, new, strict=False) if a != b), None)
+        if pair is None:
+            first = "a different number of layers"
+        else:  # the settings that changed, e.g. norm='layernorm' -> norm='rms'
+            was, now = (set(line.strip().split(", ")) for line in pair)
+            first = f"{', '.join(sorted(was - now))} -> {', '.join(sorted(now - was))}"
+        raise ValueError(
+            f"`checkpoint` {str(path)!r} was written for another model (first difference: "
+            f"{first[:160]}); delete it or choose another path"
         )
     if state["config"] != config:
         diff = {
@@ -280,6 +294,8 @@ def fit(
         "weight_decay": float(weight_decay),
         "seed": int(seed),
         "patches": _fingerprint(patches) if path is not None else None,
+        "world_size": _process_group()[1],
+        "model": repr(getattr(model, "module", model)),  # DDP wraps the user's module
     }
 
     rank, world = _process_group()
