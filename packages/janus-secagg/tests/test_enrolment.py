@@ -216,8 +216,21 @@ def test_enrol_never_replaces_an_existing_file_without_force(tmp_path, capsys):
     assert main([*argv, "--out", str(op)]) == 2
     assert "--force" in capsys.readouterr().err
     assert main([*argv, "--out", str(op), "--force"]) == 2  # attacker trial: not even with it
-    assert "never replaces a key" in capsys.readouterr().err
+    assert "--force never replaces those" in capsys.readouterr().err
+    tls_key = tmp_path / "b-tls.key"
+    tls_key.write_text("-----BEGIN PRIVATE KEY-----\n...\n")
+    clients_file = tmp_path / "clients.txt"
+    clients_file.write_text("\n".join(c.split("=")[1] for c in clients) + "\n")
+    for out in (tls_key, clients_file):  # third trial: a TLS key, an input file
+        assert main([*argv, "--clients-file", str(clients_file), "--out", str(out), "--force"]) == 2
+        assert "never replaces" in capsys.readouterr().err
+    assert tls_key.read_text().startswith("-----BEGIN PRIVATE KEY-----")
+    # keygen --force replaces a key of the same role only
+    assert main(["keygen", "--role", "client", "--out", str(op), "--force"]) == 2
+    assert "not a client key file" in capsys.readouterr().err
     assert op.read_text() == secret
+    assert main(["keygen", "--role", "operator", "--out", str(op), "--force"]) == 0
+    assert op.read_text() != secret
     assert main([*argv, "--out", str(tmp_path / "e.json")]) == 0
     assert main([*argv, "--out", str(tmp_path / "e.json"), "--force"]) == 0
 

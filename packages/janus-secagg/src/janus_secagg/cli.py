@@ -76,12 +76,19 @@ def keygen(role: str, out: str, force: bool = False) -> str:
     Raises
     ------
     ValueError
-        If `out` exists and `force` is false (a key is never replaced by accident).
+        If `out` is empty or exists and `force` is false (a key is never replaced by
+        accident), or `out` is something other than a key file of the same role (``--force``
+        replaces only that).
     """
     from .keys import ClientKeys, ServerKeys
 
+    if not out:
+        raise ValueError("`--out` must name a file")
     if os.path.lexists(out) and not force:
         raise ValueError(f"`--out` {out} exists; pass --force to replace the key in it")
+    header = f"janus-secagg key: {role}\n".encode()
+    if os.path.isfile(out) and not Path(out).read_bytes().startswith(header):
+        raise ValueError(f"`--out` {out} is not a {role} key file; --force replaces only that")
     if not Path(out).resolve().parent.is_dir():
         raise ValueError(f"`--out` {out}: its directory does not exist")
     if role in ("a", "b"):
@@ -119,11 +126,18 @@ def enrol(args: argparse.Namespace) -> str:
     out = Path(args.out)
     if out.exists() and not args.force:
         raise ValueError(f"`--out` {args.out} exists; pass --force to replace it")
+    inputs = [args.operator_key, args.clients_file, args.a_cert, args.b_cert]
+    head = out.read_bytes()[:64] if out.is_file() else b""
     if out.exists() and (
-        out.resolve() == Path(args.operator_key).resolve()
-        or out.read_bytes()[:18] == b"janus-secagg key: "
+        any(p is not None and out.resolve() == Path(p).resolve() for p in inputs)
+        or head.startswith(b"janus-secagg key: ")
+        or b"PRIVATE KEY" in head
+        or head.startswith(b'{"config"')
     ):
-        raise ValueError(f"`--out` {args.out} is a key file; --force never replaces a key")
+        raise ValueError(
+            f"`--out` {args.out} is an input of this command, a key or a server's state file; "
+            "--force never replaces those"
+        )
     if not out.resolve().parent.is_dir():
         raise ValueError(f"`--out` {args.out}: its directory does not exist")
     operator = ClientKeys.load(args.operator_key, "operator", "--operator-key").signing
