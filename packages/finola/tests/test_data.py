@@ -216,3 +216,9 @@ def test_patches_bad_input():
     with pytest.raises(TypeError, match="`images`"):
         sample_patches(good, 4)
     assert sample_patches(torch.rand(2, 3, 40, 40), 3).shape == (3, 3, 32, 32)
+
+
+def test_channels_last_images_are_named_as_such():
+    # new-user trial: an (H, W, C) photo got a message about its size instead of its layout
+    with pytest.raises(ValueError, match="channels last"):
+        sample_patches([torch.rand(40, 48, 3)], 4, size=32)

@@ -333,6 +333,11 @@ def _check_images(images) -> list[torch.Tensor]:
             raise TypeError(f"`images`[{i}] must be a tensor or array, got {type(image).__name__}")
         if image.ndim != 3 or 0 in image.shape:
             raise ValueError(f"`images`[{i}] must have shape (C, H, W), got {tuple(image.shape)}")
+        if image.shape[-1] in (1, 3, 4) and image.shape[0] not in (1, 3, 4):
+            raise ValueError(
+                f"`images`[{i}] has shape {tuple(image.shape)}: channels last (H, W, C)? "
+                "expected (C, H, W): use image.permute(2, 0, 1)"
+            )
         if not image.is_floating_point():
             raise TypeError(f"`images`[{i}] must be floating point in [0, 1], got {image.dtype}")
         if torch.isnan(image).any():
