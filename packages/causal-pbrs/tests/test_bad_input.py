@@ -309,6 +309,20 @@ def test_regret_runners_reject():
         regret.run_batch(env, [tied], [0], 5)
 
 
+def test_regret_runners_refuse_more_episodes_than_the_agents_k():
+    """Issue 31, point 5: K sets ι = log(SAHK/p); past K the bonus's guarantee is void."""
+    env = WindyGrid.preset("empty8")
+    agent = QUCB(env.n_states, env.n_actions, env.horizon, 5)
+    match = r"`n_episodes` = 6 is more than the K = 5 episodes `agent` was built for"
+    with pytest.raises(ValueError, match=match):
+        regret.run(env, agent, 6)
+    other = QUCB(env.n_states, env.n_actions, env.horizon, 10)
+    with pytest.raises(ValueError, match=r"= 6 is more than the K = 5 episodes `agents\[1\]`"):
+        regret.run_batch(env, [other, agent], [0, 1], 6)
+    assert agent.N.sum() == other.N.sum() == 0  # refused before any episode
+    assert regret.run(env, agent, 3, seed=0)["gap_regret"].shape == (3,)  # fewer than K: fine
+
+
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [

@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["agents", "behavior", "bounds", "data", "envs", "regret", "shaping"]
+MODULES = ["agents", "behavior", "bounds", "data", "envs", "presets", "regret", "shaping"]
 
 
 @pytest.mark.parametrize("name", MODULES)

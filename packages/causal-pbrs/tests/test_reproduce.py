@@ -86,10 +86,25 @@ def test_report_applies_the_written_thresholds(tmp_path, monkeypatch, regrets, v
     report = reproduce.build_report(results, TINY, runtime_s=1.0, figures=[], reused=1)
     verdicts = [c.verdict.value for c in report.claims]
     assert verdicts[: len(TINY.seeds)] == [verdict] * len(TINY.seeds)
-    assert verdicts[len(TINY.seeds) :] == ["reproduced", "reproduced"]  # validity counts 0
+    n = len(TINY.seeds)
+    assert verdicts[n : n + 2] == ["reproduced", "reproduced"]  # validity counts 0
+    assert len(verdicts[n + 2 :]) == len(CONFIGS)  # one same-scale row per configuration
     md, js = report.write(tmp_path)
     assert "1 of 2 units were reused" in md.read_text()
     assert json.loads(js.read_text())["library"] == "causal-pbrs"
+
+
+@pytest.mark.parametrize(("zero", "verdict"), [(40.0, "not reproduced at this scale"),
+                                               (100.0, "reproduced")])  # fmt: skip
+def test_same_scale_rows_judge_the_causal_bound_against_phi_zero(tmp_path, monkeypatch, zero,
+                                                                   verdict):  # fmt: skip
+    # issue 31: the user's question is shaping vs the same learner with φ ≡ 0 (causal 50 here)
+    monkeypatch.setattr(reproduce, "unit", fake_unit({**GOOD, "zero": zero}))
+    results, _ = reproduce.collect(TINY, tmp_path)
+    report = reproduce.build_report(results, TINY, runtime_s=1.0, figures=[])
+    rows = [c for c in report.claims if "same reward scale" in c.claim]
+    assert [c.verdict.value for c in rows] == [verdict] * len(CONFIGS)
+    assert f"φ ≡ 0 {reproduce._fmt(zero)}" in rows[0].measured_value
 
 
 def test_a_real_unit_runs_end_to_end_and_writes_the_report(tmp_path, monkeypatch):
@@ -99,7 +114,8 @@ def test_a_real_unit_runs_end_to_end_and_writes_the_report(tmp_path, monkeypatch
     monkeypatch.setattr(reproduce, "DEFAULT", tiny)
     md, js = reproduce.main(tmp_path)
     data = json.loads(js.read_text())
-    assert len(data["claims"]) == 4  # 1 seed + 2 lava validity + 1 FrozenLake validity
+    # 1 seed + 2 lava validity + 1 FrozenLake validity + 3 same-scale rows per environment
+    assert len(data["claims"]) == 4 + 2 * len(CONFIGS)
     assert (tmp_path / "causal-pbrs_regret.png").stat().st_size > 0
     assert (tmp_path / "causal-pbrs_potentials.png").stat().st_size > 0
     text = md.read_text()

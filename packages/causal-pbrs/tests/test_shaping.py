@@ -66,6 +66,34 @@ def test_wrapper_rewards_sum_to_return_minus_initial_potential():
         assert total == pytest.approx(raw - phi[0, s0], abs=1e-12)
 
 
+def test_wrapper_keeps_the_potential_when_an_inner_time_limit_truncates_before_h():
+    """Truncation is not termination: a TimeLimit cut at T < H keeps φ_T(s_T) in the last
+    reward, so the episode's shaped return is Σ y + φ_T(s_T) − φ_0(s_0) (documented)."""
+    import causal_pbrs  # noqa: F401 (registers the gymnasium ids)
+
+    env = gymnasium.make("causal_pbrs/WindyEmpty8x8-v0", max_episode_steps=3)  # H = 15
+    phi = np.random.default_rng(0).normal(size=(16, 64))
+    shaped = PotentialShaping(env, phi)
+    assert shaped.horizon == 15  # the environment's own H, not the TimeLimit's 3
+    s0, _ = shaped.reset(seed=0)
+    s, total, raw = s0, 0.0, 0.0
+    for h in range(3):
+        s_next, r, terminated, truncated, info = shaped.step(4)  # still: never ends
+        assert r == (info["reward"] + phi[h + 1, s_next]) - phi[h, s]  # no zero at the cut
+        total, raw, s = total + r, raw + info["reward"], s_next
+    assert (terminated, truncated) == (False, True)
+    assert total == pytest.approx(raw + phi[3, s] - phi[0, s0], abs=1e-12)
+    # the documented alternative: the environment's horizon at T zeroes φ after step T
+    cut = PotentialShaping(gymnasium.make("causal_pbrs/WindyEmpty8x8-v0", horizon=3), phi[:4])
+    s0, _ = cut.reset(seed=0)
+    total = raw = 0.0
+    for _ in range(3):
+        _, r, _, truncated, info = cut.step(4)
+        total, raw = total + r, raw + info["reward"]
+    assert truncated
+    assert total == pytest.approx(raw - phi[0, s0], abs=1e-12)
+
+
 def test_wrapper_works_with_a_plain_gymnasium_env():
     env = gymnasium.make("FrozenLake-v1")
     shaped = PotentialShaping(env, np.ones(16), horizon=100)

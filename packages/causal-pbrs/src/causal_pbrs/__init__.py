@@ -5,7 +5,7 @@ arXiv:2505.11478 (https://arxiv.org/abs/2505.11478). Logs of a demonstrator who 
 U give a causal upper bound on the optimal values; used as a PBRS potential it speeds up Q-UCB.
 """
 
-from . import regret
+from . import presets, regret
 from ._version import __version__
 
 # Main API: bound the optimal values from logs, shape, learn
@@ -47,3 +47,6 @@ __all__ = [
     "random_policy",
     "exact_values",
 ]
+
+# gymnasium.make("causal_pbrs/WindyLava-v0"), ...: ids in presets.ENV_IDS (idempotent)
+presets.register_envs()

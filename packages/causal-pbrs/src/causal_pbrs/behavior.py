@@ -3,9 +3,12 @@
 The paper's offline data come from behaviour policies x = β(s, u) that act on the wind (or slip)
 U the learner never sees (Li, Zhang & Bareinboim, ICML 2025, Sec. 2 and 5). Here a demonstrator is
 a table π_h(x | s, u) over the cells of U, so that both sampling and the exact observational
-distribution are available. Built in: an expert (optimal in the U-revealed MDP), an anti-expert
-(worst there) and a uniform random policy, each mixed with ε = 0.05 uniform actions (the
-official behaviour policies act at random 5% of the time).
+distribution are available (this module computes both; :meth:`TabularCMDP.collect` and
+:meth:`TabularCMDP.observational_distribution` reach them through
+:class:`causal_pbrs.envs.TabularPolicy`, so imports run one way: ``behavior`` -> ``envs``).
+Built in: an expert (optimal in the U-revealed MDP), an anti-expert (worst there) and a
+uniform random policy, each mixed with ε = 0.05 uniform actions (the official behaviour
+policies act at random 5% of the time).
 
 Axis letters: H horizon, S states, K cells of U, A actions.
 """
@@ -17,7 +20,8 @@ import numpy as np
 from icml25_core import as_generator, check_array
 
 from ._validation import check_int, check_real
-from .envs import TabularCMDP
+from .data import Counts
+from .envs import TabularCMDP, TabularPolicy, _first_true, _normalised_cumsum
 
 __all__ = ["Demonstrator", "anti_expert", "exact_values", "expert", "random_policy"]
 
@@ -35,7 +39,7 @@ def _check_env(env) -> None:
         )
 
 
-class Demonstrator:
+class Demonstrator(TabularPolicy):
     """A behaviour policy that sees U: π_h(x | s, u) as a table over the cells of U.
 
     Parameters
@@ -103,8 +107,81 @@ class Demonstrator:
         cum = np.cumsum(self.probs(h, s, u))
         return int(np.argmax(cum / cum[-1] > as_generator(rng).random()))
 
+    def _sample(self, env, n, rng):
+        """Whole episodes on `env` until at least `n` rows (:meth:`TabularCMDP.collect`)."""
+        return _simulate_tables(env, self.probs_table, n, rng)
+
+    def _distribution(self, env) -> Counts:
+        """Expected counts per episode (:meth:`TabularCMDP.observational_distribution`)."""
+        H, S, A, K = env.horizon, env.n_states, env.n_actions, env.n_cells
+        n_s = np.zeros((H, S))
+        n_sa, n_end, y_sum = np.zeros((H, S, A)), np.zeros((H, S, A)), np.zeros((H, S, A))
+        n_sas = np.zeros((H, S, A, S))
+        entered_terminal = np.zeros(S, dtype=bool)
+        seen = np.zeros((S, A, K), dtype=bool)  # (s, a, k) logged with positive probability
+        s_idx, a_idx, _ = np.indices((S, A, K))
+        d = env.initial.copy()
+        for h in range(H):
+            n_s[h] = d
+            mass = d[:, None, None] * (env.u_prob[:, :, None] * self.probs_table[h])  # (S, K, A)
+            mass = mass.transpose(0, 2, 1)  # (S, A, K)
+            n_sa[h] = mass.sum(axis=2)
+            y_sum[h] = (mass * env.reward).sum(axis=2)
+            ends = env.terminal[env.next_state]
+            np.add.at(n_sas[h], (s_idx[~ends], a_idx[~ends], env.next_state[~ends]), mass[~ends])
+            n_end[h] = np.where(ends, mass, 0.0).sum(axis=2)
+            entered_terminal[env.next_state[ends & (mass > 0)]] = True
+            seen |= mass > 0
+            d = n_sas[h].sum(axis=(0, 1))
+        rewards = env.reward[seen]
+        return Counts(
+            n_s=n_s,
+            n_sa=n_sa,
+            n_sas=n_sas,
+            n_end=n_end,
+            y_sum=y_sum,
+            terminal=entered_terminal,
+            y_min=float(rewards.min()) if rewards.size else 0.0,
+            y_max=float(rewards.max()) if rewards.size else 0.0,
+        )
+
     def __repr__(self) -> str:
         return f"Demonstrator({self.name!r}, shape={self.probs_table.shape})"
+
+
+def _simulate_tables(env, probs_table, n, rng):
+    """Whole episodes of a tabular demonstrator, simulated in batches (episode-major rows)."""
+    H = env.horizon
+    cum_init = _normalised_cumsum(env.initial)
+    cum_pi = _normalised_cumsum(probs_table)  # (H, S, K, A)
+    chunks, total, mean_len = [], 0, float(H)
+    while total < n:
+        E = max(32, int(1.1 * (n - total) / mean_len) + 1)
+        s = _first_true(cum_init[None, :] > rng.random(E)[:, None])
+        alive = np.ones(E, dtype=bool)
+        types = (np.int64, np.int64, np.int64, np.float64, np.int64, bool)
+        cols = {key: np.zeros((H, E), dtype=t) for key, t in zip("hsxyzd", types, strict=True)}
+        live = np.zeros((H, E), dtype=bool)
+        for h in range(H):
+            k = _first_true(env.u_upper[s] > rng.random(E)[:, None])
+            x = _first_true(cum_pi[h, s, k] > rng.random(E)[:, None])
+            s_next = env.next_state[s, x, k]
+            done = env.terminal[s_next]
+            live[h] = alive
+            cols["h"][h], cols["s"][h], cols["x"][h] = h, s, x
+            cols["y"][h], cols["z"][h], cols["d"][h] = env.reward[s, x, k], s_next, done
+            alive = alive & ~done
+            s = s_next
+            if not alive.any():
+                break
+        lengths = live.sum(axis=0)
+        take = np.searchsorted(np.cumsum(lengths), n - total) + 1  # whole episodes up to n
+        keep = live[:, :take].T  # (E', H) episode-major
+        chunks.append({key: val[:, :take].T[keep] for key, val in cols.items()})
+        total += int(lengths[:take].sum())
+        mean_len = max(1.0, float(lengths.mean()))
+    out = {key: np.concatenate([c[key] for c in chunks]) for key in "hsxyzd"}
+    return out["h"], out["s"], out["x"], out["y"].astype(np.float64), out["z"], out["d"]
 
 
 def _revealed(env, epsilon, worst):

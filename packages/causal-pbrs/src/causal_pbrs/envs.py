@@ -10,7 +10,11 @@ to U, so its transition and reward tables are averages over U:
 Every environment here stores these structural equations as finite tables over the cells of U
 (:class:`TabularCMDP`), from which the do-tables, the optimal values, the exact observational
 distribution of a demonstrator and fast simulation all follow. ``step(a)`` is do(a) and never
-reveals U.
+reveals U; ``render_mode="ansi"`` gives text, as gymnasium's toy-text environments do.
+
+Imports run one way: the demonstrators (``behavior``) use this module, which knows them only
+through :class:`TabularPolicy`; the windy grids' layouts and the gymnasium ids
+(``gymnasium.make("causal_pbrs/WindyLava-v0")``) are in ``presets``.
 
 Axis letters: H horizon, S states, A actions, K cells of the confounder U.
 Time steps are 0-based in arrays: h = 0, ..., H - 1; row H of a value table is V_{H+1} ≡ 0.
@@ -18,6 +22,7 @@ Time steps are 0-based in arrays: h = 0, ..., H - 1; row H of a value table is V
 
 from __future__ import annotations
 
+import abc
 import numbers
 from typing import Any
 
@@ -28,6 +33,8 @@ from gymnasium import spaces
 from icml25_core import as_generator, check_array, check_choice
 
 from ._validation import check_index_array, check_int, check_probabilities, check_real
+from .data import Counts, OfflineDataset
+from .presets import PRESETS
 
 __all__ = ["ConfoundedToyText", "TabularCMDP", "WindyGrid"]
 
@@ -35,6 +42,28 @@ __all__ = ["ConfoundedToyText", "TabularCMDP", "WindyGrid"]
 def _first_true(mask: np.ndarray) -> np.ndarray:
     """Index of the first True along the last axis (0 when none), numpy's ``argmax`` rule."""
     return np.argmax(mask, axis=-1)
+
+
+class TabularPolicy(abc.ABC):
+    """A behaviour policy given by a table π_h(x | s, u) over the cells of U: the interface.
+
+    :meth:`TabularCMDP.collect` samples such a policy in batches and
+    :meth:`TabularCMDP.observational_distribution` sums over it exactly through these methods;
+    :class:`causal_pbrs.Demonstrator` implements them. The environments know the demonstrators
+    only through this class, so imports run one way (``behavior`` -> ``envs`` -> ``presets``).
+    """
+
+    @abc.abstractmethod
+    def check_env(self, env: TabularCMDP) -> None:
+        """Raise ValueError unless the table fits `env`'s sizes."""
+
+    @abc.abstractmethod
+    def _sample(self, env: TabularCMDP, n: int, rng: np.random.Generator) -> tuple:
+        """Whole episodes until at least `n` rows: the columns (h, s, x, y, s_next, done)."""
+
+    @abc.abstractmethod
+    def _distribution(self, env: TabularCMDP) -> Counts:
+        """Exact expected counts per episode (:meth:`TabularCMDP.observational_distribution`)."""
 
 
 class TabularCMDP(gymnasium.Env):
@@ -58,19 +87,23 @@ class TabularCMDP(gymnasium.Env):
     u_upper : array_like of shape (S, K), float, optional
         Upper edges of the cells on [0, 1): ``step`` draws u ~ Uniform[0, 1) and U falls in the
         first cell whose edge exceeds u. Defaults to the cumulative sums of `u_prob`.
+    render_mode : {None, "ansi"}, default=None
+        ``"ansi"``: :meth:`render` returns the step, the state and the last action as text (the
+        subclasses add their grid), as gymnasium's toy-text environments do.
 
     Attributes
     ----------
     n_states, n_actions, n_cells, horizon : int
     u_prob, next_state, reward, terminal, initial, u_upper : ndarray
         The validated tables (read-only).
+    render_mode : str or None
 
     Raises
     ------
     ValueError
         If a table has the wrong shape, a probability row does not sum to 1, a next state is out
         of range, a reward is NaN or infinite, the initial distribution puts mass on a terminal
-        state, or `horizon` < 1.
+        state, `horizon` < 1, or `render_mode` is neither None nor ``"ansi"``.
 
     Notes
     -----
@@ -95,11 +128,22 @@ class TabularCMDP(gymnasium.Env):
     0.75
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (gymnasium.Env types it so)
+    # gymnasium.Env types it as a mutable class attribute; render_fps as in the toy-text envs
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
 
     def __init__(
-        self, u_prob, next_state, reward, terminal, initial, horizon, *, u_upper=None
+        self,
+        u_prob,
+        next_state,
+        reward,
+        terminal,
+        initial,
+        horizon,
+        *,
+        u_upper=None,
+        render_mode=None,
     ) -> None:
+        self.render_mode = _check_render_mode(render_mode)
         u_prob = check_probabilities(check_array(u_prob, "u_prob", ndim=2), "u_prob", axis=1)
         S, K = u_prob.shape
         next_state = check_array(next_state, "next_state", ndim=3, dtype="integer")
@@ -133,8 +177,9 @@ class TabularCMDP(gymnasium.Env):
         self.u_upper = self._frozen(u_upper)
         self.observation_space = spaces.Discrete(S)
         self.action_space = spaces.Discrete(A)
-        self._s: int | None = None
+        self._s: int | None = None  # None once the episode is over
         self._h = 0
+        self._shown: tuple[int, int | None] | None = None  # (state, last action) for render()
 
     @staticmethod
     def _frozen(arr):
@@ -161,10 +206,17 @@ class TabularCMDP(gymnasium.Env):
         super().reset(seed=seed)
         self._s = int(_first_true(np.cumsum(self.initial) > self.np_random.random()))
         self._h = 0
+        self._shown = (self._s, None)
         return self._s, {"h": 0}
 
     def step(self, action):
         """do(action): one step of the interventional environment; U stays hidden.
+
+        Parameters
+        ----------
+        action : int
+            In [0, A): a Python or numpy integer, or a 0-d integer array (as gymnasium's
+            ``Discrete`` space and toy-text environments accept).
 
         Returns
         -------
@@ -177,20 +229,66 @@ class TabularCMDP(gymnasium.Env):
         RuntimeError
             If the episode is over (call ``reset``).
         ValueError
-            If `action` is not in ``action_space``.
+            If `action` is not an integer in [0, A) (a bool, a float, a string or an array of
+            another shape or dtype is refused too).
         """
         if self._s is None:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        if not (isinstance(action, numbers.Integral) and 0 <= int(action) < self.n_actions):
-            raise ValueError(f"`action` must be an int in [0, {self.n_actions - 1}], got {action}")
-        s, a = self._s, int(action)
+        s, a = self._s, self._check_action(action)
         k = self._cell(s, self.np_random.random())
         s_next = int(self.next_state[s, a, k])
         terminated = bool(self.terminal[s_next])
         self._h += 1
         truncated = self._h >= self.horizon and not terminated
         self._s = None if (terminated or truncated) else s_next
+        self._shown = (s_next, a)
         return s_next, float(self.reward[s, a, k]), terminated, truncated, {"h": self._h}
+
+    def _check_action(self, action) -> int:
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action[()]  # a 0-d array: its numpy scalar
+        if (
+            isinstance(action, numbers.Integral)
+            and not isinstance(action, bool)
+            and 0 <= int(action) < self.n_actions
+        ):
+            return int(action)
+        raise ValueError(
+            f"`action` must be an int in [0, {self.n_actions - 1}] (or a 0-d integer array), "
+            f"got {action!r}"
+        )
+
+    def render(self) -> str | None:
+        """The current step, state and last action as text (``render_mode="ansi"``).
+
+        Returns
+        -------
+        str or None
+            A header ``h = <steps taken>/<H>, s = <state>, last action <a>`` and, on
+            :class:`WindyGrid` and :class:`ConfoundedToyText`, the grid below it. After the
+            episode ends it shows the state entered last. None, with a warning, when the
+            environment was built without a render mode (gymnasium's toy-text behaviour).
+        """
+        if self.render_mode is None:
+            gymnasium.logger.warn(
+                "You are calling render method without specifying any render mode: build the "
+                'environment with render_mode="ansi" to get text.'
+            )
+            return None
+        if self._shown is None:
+            return f"h = 0/{self.horizon}, not started: call reset()\n"
+        s, a = self._shown
+        last = "" if a is None else f", last action {self._action_name(a)}"
+        grid = self._render_grid(s, a)
+        header = f"h = {self._h}/{self.horizon}, s = {s}{last}\n"
+        return header if grid is None else header + grid
+
+    def _action_name(self, a: int) -> str:
+        return str(a)
+
+    def _render_grid(self, s: int, a: int | None) -> str | None:
+        """The text grid below the header (None: a CMDP given by its tables has no grid)."""
+        return None
 
     # ------------------------------------------------------------------------- the confounder
     def cell(self, s: int, u: float) -> int:
@@ -327,14 +425,11 @@ class TabularCMDP(gymnasium.Env):
         TypeError
             If `policy` is not callable.
         """
-        from .behavior import Demonstrator
-        from .data import OfflineDataset
-
         n = check_int(n, "n", low=1)
         rng = as_generator(rng)
-        if isinstance(policy, Demonstrator):
+        if isinstance(policy, TabularPolicy):
             policy.check_env(self)
-            cols = _simulate_tables(self, policy.probs_table, n, rng)
+            cols = policy._sample(self, n, rng)
         elif callable(policy):
             cols = _simulate_callable(self, policy, n, rng)
         else:
@@ -366,46 +461,23 @@ class TabularCMDP(gymnasium.Env):
         TypeError
             If `policy` is not a Demonstrator (a bare callable has no table to sum over).
         """
-        from .behavior import Demonstrator
-        from .data import Counts
-
-        if not isinstance(policy, Demonstrator):
+        if not isinstance(policy, TabularPolicy):
             raise TypeError(
                 "`policy` must be a Demonstrator (expert, anti_expert, random_policy or "
                 f"Demonstrator(env, table)) for an exact distribution, got {type(policy)}"
             )
         policy.check_env(self)
-        H, S, A, K = self.horizon, self.n_states, self.n_actions, self.n_cells
-        n_s = np.zeros((H, S))
-        n_sa, n_end, y_sum = np.zeros((H, S, A)), np.zeros((H, S, A)), np.zeros((H, S, A))
-        n_sas = np.zeros((H, S, A, S))
-        entered_terminal = np.zeros(S, dtype=bool)
-        seen = np.zeros((S, A, K), dtype=bool)  # (s, a, k) logged with positive probability
-        s_idx, a_idx, _ = np.indices((S, A, K))
-        d = self.initial.copy()
-        for h in range(H):
-            n_s[h] = d
-            mass = d[:, None, None] * (self.u_prob[:, :, None] * policy.probs_table[h])  # (S, K, A)
-            mass = mass.transpose(0, 2, 1)  # (S, A, K)
-            n_sa[h] = mass.sum(axis=2)
-            y_sum[h] = (mass * self.reward).sum(axis=2)
-            ends = self.terminal[self.next_state]
-            np.add.at(n_sas[h], (s_idx[~ends], a_idx[~ends], self.next_state[~ends]), mass[~ends])
-            n_end[h] = np.where(ends, mass, 0.0).sum(axis=2)
-            entered_terminal[self.next_state[ends & (mass > 0)]] = True
-            seen |= mass > 0
-            d = n_sas[h].sum(axis=(0, 1))
-        rewards = self.reward[seen]
-        return Counts(
-            n_s=n_s,
-            n_sa=n_sa,
-            n_sas=n_sas,
-            n_end=n_end,
-            y_sum=y_sum,
-            terminal=entered_terminal,
-            y_min=float(rewards.min()) if rewards.size else 0.0,
-            y_max=float(rewards.max()) if rewards.size else 0.0,
+        return policy._distribution(self)
+
+
+def _check_render_mode(render_mode):
+    modes = TabularCMDP.metadata["render_modes"]
+    if render_mode is not None and (not isinstance(render_mode, str) or render_mode not in modes):
+        raise ValueError(
+            f"`render_mode` must be None or 'ansi' (text), got {render_mode!r}; the "
+            "environments of causal_pbrs draw no pictures"
         )
+    return render_mode
 
 
 def _backward_induction(env: TabularCMDP, maximise=True):
@@ -422,41 +494,6 @@ def _backward_induction(env: TabularCMDP, maximise=True):
 def _normalised_cumsum(p):
     cum = np.cumsum(p, axis=-1)
     return cum / cum[..., -1:]
-
-
-def _simulate_tables(env, probs_table, n, rng):
-    """Whole episodes of a tabular demonstrator, simulated in batches (episode-major rows)."""
-    H = env.horizon
-    cum_init = _normalised_cumsum(env.initial)
-    cum_pi = _normalised_cumsum(probs_table)  # (H, S, K, A)
-    chunks, total, mean_len = [], 0, float(H)
-    while total < n:
-        E = max(32, int(1.1 * (n - total) / mean_len) + 1)
-        s = _first_true(cum_init[None, :] > rng.random(E)[:, None])
-        alive = np.ones(E, dtype=bool)
-        types = (np.int64, np.int64, np.int64, np.float64, np.int64, bool)
-        cols = {key: np.zeros((H, E), dtype=t) for key, t in zip("hsxyzd", types, strict=True)}
-        live = np.zeros((H, E), dtype=bool)
-        for h in range(H):
-            k = _first_true(env.u_upper[s] > rng.random(E)[:, None])
-            x = _first_true(cum_pi[h, s, k] > rng.random(E)[:, None])
-            s_next = env.next_state[s, x, k]
-            done = env.terminal[s_next]
-            live[h] = alive
-            cols["h"][h], cols["s"][h], cols["x"][h] = h, s, x
-            cols["y"][h], cols["z"][h], cols["d"][h] = env.reward[s, x, k], s_next, done
-            alive = alive & ~done
-            s = s_next
-            if not alive.any():
-                break
-        lengths = live.sum(axis=0)
-        take = np.searchsorted(np.cumsum(lengths), n - total) + 1  # whole episodes up to n
-        keep = live[:, :take].T  # (E', H) episode-major
-        chunks.append({key: val[:, :take].T[keep] for key, val in cols.items()})
-        total += int(lengths[:take].sum())
-        mean_len = max(1.0, float(lengths.mean()))
-    out = {key: np.concatenate([c[key] for c in chunks]) for key in "hsxyzd"}
-    return out["h"], out["s"], out["x"], out["y"].astype(np.float64), out["z"], out["d"]
 
 
 def _simulate_callable(env, policy, n, rng):
@@ -503,6 +540,10 @@ class ConfoundedToyText(TabularCMDP):
         ``"Taxi-v4"`` (``is_rainy=True``).
     horizon : int
         H >= 1 steps per episode (gymnasium's own time limit is not used).
+    render_mode : {None, "ansi"}, default=None
+        ``"ansi"``: :meth:`render` returns gymnasium's own text grid of the environment (made
+        with ``render_mode="ansi"`` on the first call) below the step header; it is not passed
+        to the environment the tables are read from.
     **kwargs
         Passed to ``gymnasium.make``.
 
@@ -512,8 +553,8 @@ class ConfoundedToyText(TabularCMDP):
         If the environment has no tabular ``P`` (e.g. ``"CartPole-v1"``) or no discrete spaces,
         or its constructor refuses a keyword of `kwargs`.
     ValueError
-        If `env_id` is not registered, `horizon` < 1, or ``fickle_passenger=True`` (Taxi then
-        changes destinations outside ``P``).
+        If `env_id` is not registered, `horizon` < 1, ``fickle_passenger=True`` (Taxi then
+        changes destinations outside ``P``), or `render_mode` is neither None nor ``"ansi"``.
 
     Notes
     -----
@@ -530,7 +571,8 @@ class ConfoundedToyText(TabularCMDP):
     (16, 4, 3)
     """
 
-    def __init__(self, env_id: str, horizon: int, **kwargs) -> None:
+    def __init__(self, env_id: str, horizon: int, *, render_mode=None, **kwargs) -> None:
+        render_mode = _check_render_mode(render_mode)
         if not isinstance(env_id, str):
             raise TypeError(f"`env_id` must be a str, got {type(env_id).__name__}")
         if kwargs.get("fickle_passenger"):
@@ -559,6 +601,7 @@ class ConfoundedToyText(TabularCMDP):
         ):
             raise TypeError(f"`env_id` {env_id!r} must have Discrete spaces")
         self.env_id, self.env_kwargs = env_id, dict(kwargs)
+        self._has_text = "ansi" in raw.metadata.get("render_modes", ())
         S, A = int(raw.observation_space.n), int(raw.action_space.n)
         per_state, terminal = [], np.zeros(S, dtype=bool)
         for s in range(S):
@@ -597,7 +640,26 @@ class ConfoundedToyText(TabularCMDP):
             np.asarray(isd, dtype=np.float64),
             horizon,
             u_upper=u_upper,
+            render_mode=render_mode,
         )
+        self._text_env: Any = None  # gymnasium's environment that draws the grid, on demand
+
+    def _render_grid(self, s: int, a: int | None) -> str | None:
+        """gymnasium's own ansi text of the state (None when the environment has none)."""
+        if not self._has_text:
+            return None
+        if self._text_env is None:
+            made = gymnasium.make(self.env_id, render_mode="ansi", **self.env_kwargs)
+            self._text_env = made.unwrapped
+        self._text_env.s, self._text_env.lastaction = s, a  # what its render() reads
+        return self._text_env.render()
+
+    def close(self) -> None:
+        """Close the environment that draws the text grid, if :meth:`render` made one."""
+        if self._text_env is not None:
+            self._text_env.close()
+        self._text_env = None
+        super().close()
 
     def confounder(self, s: int, k: int, u: float):
         """The demonstrator sees the raw draw U_h in [0, 1) (as gymnasium uses it)."""
@@ -622,42 +684,6 @@ WIND_NAMES = ("right", "down", "left", "up", "still")
 _ACTION_STEP = {UP: (-1, 0), DOWN: (1, 0), LEFT: (0, -1), RIGHT: (0, 1)}
 _WIND_STEP = {0: (0, 1), 1: (1, 0), 2: (0, -1), 3: (-1, 0)}
 
-PRESETS: dict[str, dict[str, Any]] = {
-    # MiniGrid-Empty-8x8 with the official wind (constants.WIND_DIST) and time limit (KWARGS).
-    "empty8": {
-        "layout": (
-            "########",
-            "#......#",
-            "#......#",
-            "#......#",
-            "#......#",
-            "#......#",
-            "#.....G#",
-            "########",
-        ),
-        "wind": (0.1, 0.1, 0.1, 0.1, 0.6),
-        "horizon": 15,
-    },
-    # causal_gym CustomCrossingEnv(mode="extreme", size=9): lava at columns 2-6 of rows 1 and
-    # 3-6, coins (free cells, not start cells) on row 2, goal (7, 7); wind of
-    # Custom-LavaCrossing-extreme-v0; 20 steps. 'S' = cells MiniGrid's place_agent may start on.
-    "lava_extreme": {
-        "layout": (
-            "#########",
-            "#SLLLLLS#",
-            "#S.....S#",
-            "#SLLLLLS#",
-            "#SLLLLLS#",
-            "#SLLLLLS#",
-            "#SLLLLLS#",
-            "#SSSSSSG#",
-            "#########",
-        ),
-        "wind": (0.0, 0.7, 0.0, 0.0, 0.3),
-        "horizon": 20,
-    },
-}
-
 
 class WindyGrid(TabularCMDP):
     """The paper's windy grid world: a wind U the demonstrator sees pushes the agent.
@@ -681,6 +707,9 @@ class WindyGrid(TabularCMDP):
         Reward of every step (causal_gym ``WindyMiniGridSCM``).
     lava_cost : float, default=-1.0
         Added when lava is entered (so −1.1 in all).
+    render_mode : {None, "ansi"}, default=None
+        ``"ansi"``: :meth:`render` returns the layout with the agent's cell as ``A`` below the
+        step header.
 
     Attributes
     ----------
@@ -691,7 +720,8 @@ class WindyGrid(TabularCMDP):
     ------
     ValueError
         If the layout is not rectangular, uses another character or has no start cell; if the
-        wind is not 5 probabilities summing to 1; if `horizon` < 1.
+        wind is not 5 probabilities summing to 1; if `horizon` < 1; if `render_mode` is neither
+        None nor ``"ansi"``.
     TypeError
         If `layout` is neither a string nor an iterable of strings.
 
@@ -709,7 +739,9 @@ class WindyGrid(TabularCMDP):
     (81, 5, 20)
     """
 
-    def __init__(self, layout, wind, horizon, step_cost=-0.1, lava_cost=-1.0) -> None:
+    def __init__(
+        self, layout, wind, horizon, step_cost=-0.1, lava_cost=-1.0, *, render_mode=None
+    ) -> None:
         if isinstance(layout, str):
             rows = layout.strip().splitlines()
         else:
@@ -759,8 +791,19 @@ class WindyGrid(TabularCMDP):
             terminal,
             starts / starts.sum(),
             horizon,
+            render_mode=render_mode,
         )
         self.step_cost, self.lava_cost = step_cost, lava_cost
+
+    def _action_name(self, a: int) -> str:
+        return ACTION_NAMES[a]
+
+    def _render_grid(self, s: int, a: int | None) -> str:
+        """The layout, one row per line, with the agent's cell as ``A``."""
+        rows = [list(row) for row in self.layout]
+        row, col = divmod(s, self.shape[1])
+        rows[row][col] = "A"
+        return "".join("".join(row) + "\n" for row in rows)
 
     @staticmethod
     def _move(grid, s, a, u, step_cost, lava_cost):

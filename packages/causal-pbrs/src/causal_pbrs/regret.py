@@ -38,6 +38,17 @@ def _check(env, agents, names):
             )
 
 
+def _check_planned(n_episodes, agents, names):
+    """Refuse to play more episodes than an agent's K (see the Notes of :func:`run`)."""
+    for name, agent in zip(names, agents, strict=True):
+        if n_episodes > agent.n_episodes:
+            raise ValueError(
+                f"`n_episodes` = {n_episodes} is more than the K = {agent.n_episodes} episodes "
+                f"`{name}` was built for (K sets ι = log(S A H K / p) in its bonus): build it "
+                f"with n_episodes >= {n_episodes}"
+            )
+
+
 def _uniforms(seed, n_episodes, horizon, name="seed"):
     """The randomness of the episodes: one row per episode, u[0] picks the first state and u[1 + h]
     the cell of U at step h (unused entries are discarded)."""
@@ -94,7 +105,7 @@ def run(env, agent, n_episodes, seed=None, *, episode_regret=True):
     agent : QUCB
         Updated in place (its tables hold what it learnt).
     n_episodes : int
-        K >= 1.
+        1 <= `n_episodes` <= ``agent.n_episodes`` (the K the agent was built for).
     seed : int, optional
         Seed of the episodes: first states and the confounder's draws (``random_state`` of the
         agent only breaks ties).
@@ -114,7 +125,20 @@ def run(env, agent, n_episodes, seed=None, *, episode_regret=True):
         If `env` is not a TabularCMDP, `agent` not a QUCB, `seed` not an int or
         `episode_regret` not a bool.
     ValueError
-        If the agent's sizes differ from the environment's, `n_episodes` < 1 or `seed` < 0.
+        If the agent's sizes differ from the environment's, `n_episodes` < 1 or more than
+        ``agent.n_episodes``, or `seed` < 0.
+
+    Notes
+    -----
+    More episodes than the agent's K are refused, not warned about. K is a parameter of Q-UCB:
+    ι = log(S A H K / p) = log(S A T / p), T = K H, pays for the union bound over the
+    confidence events of every (s, a, h) and visit count up to K (Jin et al. 2018, Thm. 1), so
+    the regret bound holds with probability 1 − p for the first K episodes only. Past K the
+    bonus is smaller than the analysis needs and the measured regret is that of a learner
+    without its guarantee: a mismatch between the configuration and the experiment, almost
+    always a mistake, which a warning lost in a sweep's output would let through. Fewer
+    episodes than K are fine (ι is then conservative). The check is per call: episodes played
+    in earlier calls with the same agent are not counted.
 
     Examples
     --------
@@ -127,6 +151,7 @@ def run(env, agent, n_episodes, seed=None, *, episode_regret=True):
     """
     _check(env, [agent], ["agent"])
     K = check_int(n_episodes, "n_episodes", low=1)
+    _check_planned(K, [agent], ["agent"])
     episode_regret = check_bool(episode_regret, "episode_regret")
     H = env.horizon
     U = _uniforms(seed, K, H)
@@ -178,6 +203,7 @@ def run_batch(env, agents, seeds, n_episodes, callback=None, *, episode_regret=T
     seeds : sequence of int
         One seed per agent (as `seed` of :func:`run`).
     n_episodes : int
+        At most every agent's ``n_episodes``, as in :func:`run`.
     callback : callable, optional
         Called as ``callback(k)`` after each episode k (progress bars).
     episode_regret : bool, default=True
@@ -194,8 +220,8 @@ def run_batch(env, agents, seeds, n_episodes, callback=None, *, episode_regret=T
         If `agents` or `seeds` is not a sequence, an agent is not a QUCB, `callback` is not
         callable or `episode_regret` not a bool.
     ValueError
-        If `agents` is empty, `seeds` has another length, a seed is negative, or an agent
-        breaks ties at random.
+        If `agents` is empty, `seeds` has another length, a seed is negative, an agent
+        breaks ties at random, or `n_episodes` is more than an agent's ``n_episodes``.
 
     Notes
     -----
@@ -226,6 +252,7 @@ def run_batch(env, agents, seeds, n_episodes, callback=None, *, episode_regret=T
     if any(a._rng is not None for a in agents):
         raise ValueError("`agents` must break ties by index (random_state=None); use run() instead")
     K = check_int(n_episodes, "n_episodes", low=1)
+    _check_planned(K, agents, [f"agents[{i}]" for i in range(len(agents))])
     B, H, S, A, C = len(agents), env.horizon, env.n_states, env.n_actions, env.n_cells
     V_star, Q_star = env.optimal_values()
     U = np.stack([_uniforms(seed, K, H, f"seeds[{i}]") for i, seed in enumerate(seeds)])

@@ -139,6 +139,15 @@ class PotentialShaping(gymnasium.Wrapper):
     to :class:`causal_pbrs.QUCB`, which shapes internally: wrap the environment for agents
     that know nothing of φ.
 
+    Truncation is not termination. φ_{h+1}(s') is set to 0 only when the step terminates or
+    is the `horizon`-th. When an inner ``TimeLimit`` (``gymnasium.make(...,
+    max_episode_steps=T)``) truncates at T < H, the last step's reward keeps φ_T(s_T), so the
+    shaped return of that episode is Σ_h y_h + φ_T(s_T) − φ_0(s_0). That is PBRS of the
+    H-step problem, right for learners that bootstrap V(s') on truncation (gymnasium's
+    ``terminated`` / ``truncated`` convention). If T is the real horizon of your task, build the
+    environment with ``horizon=T`` instead (``gymnasium.make(id, horizon=T)``): the potential is
+    then 0 after step T and optimal policies stay unchanged.
+
     Raises
     ------
     TypeError
@@ -189,7 +198,8 @@ class PotentialShaping(gymnasium.Wrapper):
 
         Φ of the state after a terminal or the last step (h + 1 = horizon) is 0, so shaping leaves
         every policy's return unchanged up to ``-Φ_0(s_0)`` (Ng et al. 1999; paper Sec. 3). The raw
-        reward stays in ``info["reward"]``.
+        reward stays in ``info["reward"]``. A step that an inner ``TimeLimit`` truncates
+        earlier keeps ``Φ_{h+1}(s')`` (see the class's Notes).
 
         Raises
         ------
