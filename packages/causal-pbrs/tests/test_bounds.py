@@ -195,3 +195,60 @@ def test_negative_reward_max_is_valid_on_live_states_and_caps_an_unseen_terminal
     _check_valid(env, phi, V, -1.0)  # valid on every non-terminal state
     np.testing.assert_array_equal(phi[:20, 47], -1.0)  # the live cap b, below V* = 0 there
     assert (V[:20, 47] == 0.0).all()
+
+
+def _bandit_log(n, rng):
+    """One step, a random demonstrator: action 0 pays 1 w.p. 0.9, action 1 pays 0 (V* = 0.9)."""
+    from causal_pbrs.data import Counts
+
+    x = rng.random(n) < 0.5
+    y = (rng.random(n) < 0.9) & x
+    n_sa = np.array([[[x.sum(), n - x.sum()], [0, 0]]], float)
+    y_sum = np.array([[[y.sum(), 0.0], [0, 0]]])
+    return Counts(n_s=n_sa.sum(-1), n_sa=n_sa, n_sas=np.zeros((1, 2, 2, 2)), n_end=n_sa.copy(),
+                  y_sum=y_sum, terminal=np.array([False, True]), y_min=0.0,
+                  y_max=float(y.max()))  # fmt: skip
+
+
+def test_the_delta_bound_stays_valid_where_the_plug_in_breaks_on_small_logs():
+    # issue 31: the plug-in bound 0.5 R̃ + 0.5 falls below V* = 0.9 when R̃ < 0.8, which 20
+    # logged steps (about 10 of action 0) give in some seeds; the δ-bound must not
+    plug_in, widened = [], []
+    for seed in range(50):
+        counts = _bandit_log(20, np.random.default_rng(seed))
+        plug_in.append(causal_upper_bound(counts, reward_max=1.0)[0, 0])
+        widened.append(causal_upper_bound(counts, 1.0, delta=0.05, reward_min=0.0)[0, 0])
+    assert sum(v < 0.9 for v in plug_in) >= 1  # the plug-in does break
+    assert all(v >= 0.9 for v in widened)
+
+
+def test_the_delta_bound_is_above_the_plug_in_and_valid_on_frozenlake_logs():
+    from causal_pbrs import random_policy
+    from causal_pbrs.reproduce import make_env
+
+    env = make_env("frozenlake4x4")
+    V = env.optimal_values()[0]
+    live = ~env.terminal
+    lo, hi = env.reward_range
+    data = env.collect(random_policy(env), 500, rng=0)
+    plug_in = causal_upper_bound(data, reward_max=hi)
+    widened = causal_upper_bound(data, reward_max=hi, delta=0.05, reward_min=lo)
+    assert (widened >= plug_in - 1e-12).all()  # every interval only widens
+    assert (widened[:-1][:, live] >= V[:-1][:, live] - 1e-9).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"delta": 0.0, "reward_min": 0.0}, "delta"),
+        ({"delta": 1.5, "reward_min": 0.0}, "delta"),
+        ({"delta": 0.05}, "reward_min"),
+        ({"delta": 0.05, "reward_min": 0.5}, "reward_min"),
+        ({"delta": 0.05, "reward_min": 0.0, "stationary": True}, "time-indexed"),
+        ({"delta": 0.05, "reward_min": 0.0, "unobserved": "skip"}, "time-indexed"),
+    ],
+)
+def test_the_delta_bound_rejects_bad_arguments(kwargs, match):
+    counts = _bandit_log(20, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=match):
+        causal_upper_bound(counts, 1.0, **kwargs)

@@ -15,7 +15,8 @@ and backward induction gives an upper bound on the optimal values (the causal Be
 
 The paper (Cor. 3.2, read second-hand) states V* <= V̄ for every CMDP compatible with the data's
 distribution, so the elementwise minimum over datasets of different demonstrators stays valid.
-With finite logs the plug-in bound is approximate.
+With finite logs the plug-in bound is approximate; ``delta=`` widens every estimate to a
+confidence bound so that V̄ holds with probability >= 1 − δ (issue 31).
 
 Axis letters: H horizon, S states, A actions.
 """
@@ -88,8 +89,54 @@ def _backup(P, R_obs, T_obs, v_next, b, M, logged=None):
     return Q
 
 
+def _widened_tables(counts: Counts, b: float, reward_min: float, delta: float):
+    """Confidence-widened P(x|s) (lower), R̃ (upper) and the L1 radius of T̃, each family with
+    δ/3 union-bounded over the H·S·A entries (Hoeffding; Weissman et al. 2003 for T̃ with the
+    S + 1 outcomes: S states and the end of the episode). Conditional on the visit counts."""
+    P, R_obs, _ = observational_tables(counts)
+    H, S, A = counts.n_sa.shape
+    log_term = np.log(3 * H * S * A / delta)
+    with np.errstate(divide="ignore"):
+        width_p = np.sqrt(log_term / (2 * counts.n_s[..., None]))
+        width_r = (b - reward_min) * np.sqrt(log_term / (2 * counts.n_sa))
+        radius = np.sqrt(2 * ((S + 1) * np.log(2) + log_term) / counts.n_sa)
+    P_lo = np.clip(P - width_p, 0.0, 1.0)
+    R_hi = np.minimum(b, R_obs + width_r)
+    return P_lo, R_hi, radius
+
+
+def _worst_case_continuation(counts: Counts, h: int, v_next, radius):
+    """max Σ p̃(o) w(o) over the L1 ball of the given radius around the empirical outcome
+    distribution (outcomes: the S next states, worth v_next, and the end, worth 0): half the
+    radius moves from the lowest-valued outcomes to the highest. Shape (S, A)."""
+    S, A = counts.n_sa.shape[1:]
+    n = np.maximum(counts.n_sa[h], 1)[..., None]
+    p = np.concatenate([counts.n_sas[h], counts.n_end[h][..., None]], axis=-1) / n
+    p[counts.n_sa[h] == 0] = 0.0
+    w = np.append(v_next, 0.0)
+    order = np.argsort(w)  # ascending worth
+    top = order[-1]
+    budget = np.minimum(radius[h] / 2, 1.0 - p[..., top])  # mass moved to the best outcome
+    budget = np.where(counts.n_sa[h] == 0, 1.0, budget)  # nothing logged: all mass at the best
+    moved = np.zeros_like(p)
+    left = budget.copy()
+    for j in order[:-1]:  # take from the worst outcomes first
+        take = np.minimum(p[..., j], left)
+        moved[..., j] = -take
+        left = left - take
+    moved[..., top] = budget - left
+    return ((p + moved) @ w).reshape(S, A)
+
+
 def causal_upper_bound(
-    data, reward_max, *, stationary=False, unobserved="optimistic", tol=STATIONARY_TOL
+    data,
+    reward_max,
+    *,
+    stationary=False,
+    unobserved="optimistic",
+    tol=STATIONARY_TOL,
+    delta=None,
+    reward_min=None,
 ):
     r"""Upper bound φ on the optimal interventional values from confounded logs.
 
@@ -125,6 +172,18 @@ def causal_upper_bound(
         validity (b > 0, or an unlogged optimal action).
     tol : float, default=1e-3
         Stopping rule of the stationary sweeps (official ``eps``).
+    delta : float in (0, 1), optional
+        Make the bound valid with probability >= 1 − δ from finite logs (issue 31): the
+        plug-in P(x|s) is replaced by a Hoeffding lower confidence bound, R̃ by an upper one,
+        and Σ T̃ V̄_{h+1} by its maximum over the Weissman L1 ball around T̃ (the end of the
+        episode as one more outcome, worth 0), each family with δ/3 union-bounded over the
+        H·S·A entries; the backup is decreasing in P and increasing in R̃ and the continuation
+        (its weights b + M bound R̃ + T̃ V̄), so the widened V̄ is above the bound of the true
+        distribution whenever every interval holds. Time-indexed, "optimistic" only. None: the
+        plug-in bound (approximate from finite logs).
+    reward_min : float, optional
+        The smallest possible reward (the range of the Hoeffding interval of R̃); required
+        with `delta`.
 
     Returns
     -------
@@ -141,7 +200,9 @@ def causal_upper_bound(
     TypeError
         If `data` is neither an OfflineDataset nor Counts, or `stationary` is not a bool.
     ValueError
-        If a logged reward exceeds `reward_max`, `unobserved` is unknown or `tol` <= 0.
+        If a logged reward exceeds `reward_max`, `unobserved` is unknown or `tol` <= 0; if
+        `delta` is not in (0, 1), comes with ``stationary=True`` or ``unobserved="skip"``, or
+        without a `reward_min` <= every logged reward.
 
     Notes
     -----
@@ -172,6 +233,18 @@ def causal_upper_bound(
     tol = check_real(tol, "tol", low=0, inclusive="neither")
     S = counts.n_states
     P, R_obs, T_obs = observational_tables(stats)
+    widened = None
+    if delta is not None:
+        delta = check_real(delta, "delta", low=0, high=1, inclusive="neither")
+        if stationary or unobserved == "skip":
+            raise ValueError('`delta` needs the time-indexed bound: stationary=False, '
+                             'unobserved="optimistic"')  # fmt: skip
+        if reward_min is None:
+            raise ValueError("`delta` needs `reward_min`, the smallest possible reward")
+        reward_min = check_real(reward_min, "reward_min")
+        if reward_min > counts.y_min:
+            raise ValueError(f"`reward_min` = {reward_min} is above a logged reward")
+        widened = _widened_tables(counts, b, reward_min, delta)
     visited = stats.n_s > 0
     logged = stats.n_sa > 0
     known_terminal = counts.terminal & (counts.n_s.sum(axis=0) == 0)
@@ -183,6 +256,11 @@ def causal_upper_bound(
             M = b if first or not seen.any() else min(b * (H - 1), float(v_next[seen].max()))
             Q = _backup(P[i], R_obs[i], T_obs[i], v_next, b, M, logged[i])
             v = np.where(visited[i], Q.max(axis=1), 0.0)
+        elif widened is not None:
+            M = max(float(v_next.max()), 0.0)
+            P_lo, R_hi, radius = widened
+            cont = _worst_case_continuation(counts, i, v_next, radius)
+            v = (P_lo[i] * (R_hi[i] + cont) + (1.0 - P_lo[i]) * (b + M)).max(axis=1)
         else:
             M = max(float(v_next.max()), 0.0)
             v = _backup(P[i], R_obs[i], T_obs[i], v_next, b, M).max(axis=1)
