@@ -11,6 +11,7 @@ import fcntl
 import json
 import logging
 import numbers
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO
@@ -47,7 +48,7 @@ def _binding(commitment: Commitment, y_hash: bytes, box_digest: bytes) -> bytes:
     return digest(commitment.to_bytes() + y_hash + box_digest)
 
 
-class _Server:
+class _Server(ABC):
     """Registration and the checks both servers apply to a client's message."""
 
     message_type: type[ToA] | type[ToB]  # set by each server
@@ -99,9 +100,9 @@ class _Server:
         return client.client_id
 
     @property
+    @abstractmethod
     def a_verify_key(self) -> bytes:
         """Server A's Ed25519 verify key (this server's own for A)."""
-        raise NotImplementedError
 
     def check_authorization(self, authorization, request: str) -> None:
         """Refuse `request` ("close", "received", "bindings") unless `authorization` is A's
@@ -132,8 +133,9 @@ class _Server:
         """Sorted ids of the clients whose message for the open round was accepted."""
         return sorted(self._inbox)
 
+    @abstractmethod
     def _binding_of(self, msg) -> bytes:
-        raise NotImplementedError
+        """SHA-256 of what the client signed for both servers, from its message to this one."""
 
     def _admit(self, msg) -> bool:
         """Check a client's message for the open round; True if the very same message was
