@@ -6,7 +6,7 @@ import re
 import pytest
 from janus_secagg import JanusParams, ServerKeys
 from janus_secagg.cli import main
-from janus_secagg.net import parse_public_key
+from janus_secagg.serving import parse_public_key
 from janus_secagg.testing import Deployment
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from janus_secagg import CommitmentKey, JanusParams, ServerB
-from janus_secagg.net import start_server, stop_server
+from janus_secagg.serving import start_server, stop_server
 from janus_secagg.testing import Deployment
 
 from icml25_core import free_port, port_listening, process_group, wait_until

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 from janus_secagg import ClientKeys, JanusParams, ServerKeys, ServerPublicKeys
-from janus_secagg.net import start_server, stop_server
+from janus_secagg.serving import start_server, stop_server
 from janus_secagg.testing import Deployment
 from nacl.signing import SigningKey
 

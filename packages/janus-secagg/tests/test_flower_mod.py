@@ -14,7 +14,7 @@ from janus_secagg import (
     UnverifiedModelError,
     VerificationError,
 )
-from janus_secagg.net import start_server, stop_server
+from janus_secagg.serving import start_server, stop_server
 from janus_secagg.testing import Deployment, FaultyServerA
 
 pytestmark = pytest.mark.usefixtures("flower_task")  # Messages need a task identity

@@ -19,7 +19,8 @@ from janus_secagg import (
     VerificationError,
     quantize,
 )
-from janus_secagg.net import CLOSE, Remote, max_frame, start_server, stop_server
+from janus_secagg.net import CLOSE, Remote, max_frame
+from janus_secagg.serving import start_server, stop_server
 from janus_secagg.testing import Deployment
 
 DIM = 64

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from janus_secagg import CertificatePinError, ClientKeys, JanusClient, NotEnrolledError
 from janus_secagg.cli import main
-from janus_secagg.net import Remote, start_server, stop_server
+from janus_secagg.net import Remote
+from janus_secagg.serving import start_server, stop_server
 from janus_secagg.testing import Deployment, throwaway_certificates
 from janus_secagg.tls import PinnedTLS
 

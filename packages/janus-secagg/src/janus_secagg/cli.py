@@ -22,7 +22,7 @@ from ._version import __version__
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``janus-secagg`` console script."""
-    from .net import add_server_arguments
+    from .serving import add_server_arguments
 
     parser, commands = console_parser("janus-secagg", __version__, __doc__)
     add_reproduce_command(
@@ -120,8 +120,8 @@ def enrol(args: argparse.Namespace) -> str:
     """Sign the enrolment file of `args` (the ``enrol`` command); returns a summary line."""
     from .enrolment import Enrolment
     from .keys import ClientKeys, ClientPublicKey
-    from .net import parse_public_key, with_flags
     from .params import JanusParams, deployment_domain
+    from .serving import parse_public_key, with_flags
 
     out = Path(args.out)
     if out.exists() and not args.force:
@@ -211,6 +211,6 @@ def main(argv=None) -> int:
             print(f"janus-secagg {args.command}: error: {error}", file=sys.stderr)
             return 2
         return 0
-    from .net import serve
+    from .serving import serve
 
     return serve(args.command[-1], args)

@@ -26,10 +26,10 @@ from .commitment import CommitmentKey
 from .errors import VerificationError
 from .keys import ClientKeys, ServerKeys
 from .messages import AggA, AggB, Authorization
-from .net import start_server, stop_server
 from .params import JanusParams
 from .quantize import quantize
 from .server import ServerA, ServerB
+from .serving import start_server, stop_server
 from .testing import Deployment, FaultyServerA, FaultyServerB
 
 # Pass rules, fixed before the first run (spec §4); never moved after one.

@@ -28,9 +28,10 @@ from .commitment import Commitment, CommitmentKey, _generator
 from .enrolment import Enrolment
 from .keys import ClientKeys, ServerKeys
 from .messages import Authorization, ParticipantSet
-from .net import Remote, add_server_arguments, serve
+from .net import Remote
 from .params import GROUP_ORDER, JanusParams
 from .server import ServerA, ServerB
+from .serving import add_server_arguments, serve
 
 #: Faults of server A: +1 on Y_0, +1 on P_A, C_U off by one client's commitment, B given a
 #: different U than A publishes, a published U other than the one summed, a broken signature,
