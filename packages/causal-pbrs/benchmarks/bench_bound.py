@@ -6,6 +6,9 @@ transitions, in one process, against the official pattern: the loop structure of
 next states, a wall / lava / goal check per next state, sweeps until the largest change is below
 1e-3), re-expressed below. Also timed: the lean loop reference ``causal_pbrs.reference``
 (the executable spec the tests compare with, all modes).
+Scale (issue 31): Taxi-v4 (S = 500, A = 6) at H = 200, where dense (H, S, A, S) counts would
+take 2.4 GB: time and peak traced memory of counting a log and bounding, plug-in and δ-bound,
+and of the bound from the exact observational distribution.
 Run: ``python benchmarks/bench_bound.py``.
 """
 
@@ -14,9 +17,10 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+import tracemalloc
 
 import numpy as np
-from causal_pbrs import WindyGrid, causal_upper_bound, expert
+from causal_pbrs import ConfoundedToyText, WindyGrid, causal_upper_bound, expert, random_policy
 from causal_pbrs.reference import naive_causal_upper_bound
 
 
@@ -84,10 +88,48 @@ def official_pattern(env, data, reward_max, horizon, eps=1e-3):
         offset2 = min(b * (horizon - 1), max(prev[s] for s in support))
 
 
+def traced(fn):
+    """(seconds, peak traced MiB, result) of one call."""
+    tracemalloc.start()
+    start = time.perf_counter()
+    out = fn()
+    seconds = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return seconds, peak, out
+
+
+def taxi(transitions):
+    env = ConfoundedToyText("Taxi-v4", horizon=200, is_rainy=True)
+    H, S, A = env.horizon, env.n_states, env.n_actions
+    policy = random_policy(env)
+    data = env.collect(policy, transitions, rng=0)
+    dense_gb = H * S * A * S * 8 / 1e9
+    print(f"\n# Taxi-v4 (is_rainy) S={S}, A={A}, H={H}: dense (H, S, A, S) counts would be "
+          f"{dense_gb:.1f} GB; random demonstrator")  # fmt: skip
+    print("| input | bound | time (s) | peak traced memory (MiB) | stored transitions |")
+    print("| --- | --- | --- | --- | --- |")
+    cases = (
+        (f"log of {len(data)} transitions", "plug-in",
+         lambda: causal_upper_bound(data.counts(), reward_max=20.0), data.counts),
+        (f"log of {len(data)} transitions", "δ = 0.05",
+         lambda: causal_upper_bound(data.counts(), 20.0, delta=0.05, reward_min=-10.0),
+         data.counts),
+        ("exact distribution", "plug-in",
+         lambda: causal_upper_bound(env.observational_distribution(policy), reward_max=20.0),
+         lambda: env.observational_distribution(policy)),
+    )  # fmt: skip
+    for name, bound, fn, counts in cases:
+        seconds, peak, _ = traced(fn)
+        print(f"| {name} (counted in the call) | {bound} | {seconds:.3f} | {peak:.0f} | "
+              f"{counts().n_sas.nnz} |")  # fmt: skip
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transitions", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--taxi-transitions", type=int, default=1_000_000)
     args = parser.parse_args(argv)
     env = WindyGrid.preset("lava_extreme")
     data = env.collect(expert(env), args.transitions, rng=0)  # the official "good" log
@@ -111,6 +153,7 @@ def main(argv=None):
         name = ("stationary" if stationary else "time-indexed") + f", {unobserved}"
         print(f"| loop reference | {name} | {t_ours:.4f} | {t_ref:.2f} | {t_ref / t_ours:.0f}x | "
               f"{diff:.1e} |")  # fmt: skip
+    taxi(args.taxi_transitions)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,14 @@ def random_behaviour(env, rng):
     return Demonstrator(env, np.where(hard[..., None], picks, table))
 
 
+COUNT_FIELDS = ("n_s", "n_sa", "n_sas", "n_end", "y_sum")
+
+
+def dense(counts, name):
+    """A field of Counts as a dense array (n_sas is stored sparse)."""
+    return counts.transition_counts() if name == "n_sas" else getattr(counts, name)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20250511)

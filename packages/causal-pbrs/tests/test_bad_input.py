@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse
 from causal_pbrs import (
     QUCB,
     ConfoundedToyText,
@@ -42,14 +43,15 @@ def _data(**changes):
 
 
 def _counts(**changes):
-    """The counts of the good log, with fields scaled (arrays) or replaced (y_min, y_max)."""
+    """The counts of the good log, with fields scaled (arrays by a number) or replaced."""
     counts = _data().counts()
     fields = {
         name: getattr(counts, name)
         for name in ("n_s", "n_sa", "n_sas", "n_end", "y_sum", "terminal", "y_min", "y_max")
     }
     for name, value in changes.items():
-        fields[name] = fields[name] * value if name.startswith("n_") else value
+        scale = name.startswith("n_") and np.isscalar(value)
+        fields[name] = fields[name] * value if scale else value
     return Counts(**fields)
 
 
@@ -181,6 +183,13 @@ def test_causal_upper_bound_rejects(args, kwargs, error, match):
         ),
         (lambda: _counts(n_s=3), ValueError, "`n_sa` must add up to `n_s`"),
         (lambda: _counts(n_sas=5), ValueError, "`n_sas` and `n_end` must add up to `n_sa`"),
+        (lambda: _counts(n_sas=-1), ValueError, "`n_sas` must be non-negative"),
+        (lambda: _counts(n_sas=np.nan), ValueError, "`n_sas` contains NaN"),
+        (
+            lambda: _counts(n_sas=scipy.sparse.csr_array((10, 3))),
+            ValueError,
+            r"`n_sas` must have shape \(H·S·A, S\) = \(12, 3\) when sparse",
+        ),
         (lambda: _counts(y_max=np.nan), ValueError, "`y_max` must not be NaN"),
         (lambda: _counts(y_min="low"), TypeError, "`y_min` must be a real number"),
         (lambda: _counts(y_min=1.0), ValueError, "`y_min` = 1.0 exceeds `y_max`"),
@@ -212,6 +221,9 @@ def test_causal_upper_bound_rejects(args, kwargs, error, match):
         "counts-shape",
         "counts-n_s-sum",
         "counts-n_sa-sum",
+        "counts-n_sas-negative",
+        "counts-n_sas-nan",
+        "counts-n_sas-sparse-shape",
         "counts-y_max-nan",
         "counts-y_min-type",
         "counts-y-order",

@@ -224,9 +224,9 @@ def test_the_delta_bound_stays_valid_where_the_plug_in_breaks_on_small_logs():
 
 def test_the_delta_bound_is_above_the_plug_in_and_valid_on_frozenlake_logs():
     from causal_pbrs import random_policy
-    from causal_pbrs.reproduce import make_env
+    from causal_pbrs.envs import make_named
 
-    env = make_env("frozenlake4x4")
+    env = make_named("frozenlake4x4")
     V = env.optimal_values()[0]
     live = ~env.terminal
     lo, hi = env.reward_range
@@ -252,3 +252,67 @@ def test_the_delta_bound_rejects_bad_arguments(kwargs, match):
     counts = _bandit_log(20, np.random.default_rng(0))
     with pytest.raises(ValueError, match=match):
         causal_upper_bound(counts, 1.0, **kwargs)
+
+
+def _l1_ball_max(p, w, r):
+    """max w·p̃ over p̃ >= 0, Σ p̃ = 1, ‖p̃ − p‖₁ <= r, as an LP in (p̃, t) with |p̃ − p| <= t."""
+    from scipy.optimize import linprog
+
+    m, eye = len(p), np.eye(len(p))
+    A_ub = np.block([[eye, -eye], [-eye, -eye], [np.zeros((1, m)), np.ones((1, m))]])
+    b_ub = np.concatenate([p, -p, [r]])
+    A_eq = np.concatenate([np.ones(m), np.zeros(m)])[None]
+    cost = np.concatenate([-w, np.zeros(m)])
+    lp = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=[1.0], bounds=(0, None))
+    assert lp.status == 0
+    return -lp.fun
+
+
+def test_the_worst_case_continuation_equals_a_linear_program(rng):
+    """max p̃·w over {p̃ >= 0, Σ p̃ = 1, ‖p̃ − p‖₁ <= r} solved by scipy's linprog (HiGHS), per
+    logged (s, x) of random logs: the sparse greedy transfer must reach the LP optimum."""
+    from causal_pbrs.bounds import _worst_case_continuation
+
+    for _ in range(10):
+        env = random_cmdp(rng, S=5, A=2, H=3)
+        counts = env.collect(random_behaviour(env, rng), 60, rng=rng).counts()
+        S, A = env.n_states, env.n_actions
+        for h in range(env.horizon):
+            v_next = rng.normal(size=S)
+            radius = rng.uniform(0.0, 2.5, size=(env.horizon, S, A))
+            ours = _worst_case_continuation(counts, h, v_next, radius)
+            outcomes = np.concatenate(
+                [counts.transition_counts(h), counts.n_end[h][..., None]], axis=-1
+            )
+            w = np.append(v_next, 0.0)
+            for s in range(S):
+                for x in range(A):
+                    n = counts.n_sa[h, s, x]
+                    if n == 0:
+                        continue
+                    best = _l1_ball_max(outcomes[s, x] / n, w, radius[h, s, x])
+                    assert ours[s, x] == pytest.approx(best, abs=1e-9)
+
+
+def test_taxi_at_the_horizon_of_200_fits_and_the_bound_is_valid():
+    """Issue 31: dense (H, S, A, S) counts were 2.4 GB for Taxi at H = 200 (S = 500, A = 6);
+    the sparse counts and the bound built from the exact observational distribution stay
+    small, and φ >= V* on the live states (V* by backward induction on the do-tables)."""
+    import tracemalloc
+
+    from causal_pbrs import ConfoundedToyText
+
+    env = ConfoundedToyText("Taxi-v4", horizon=200, is_rainy=True)
+    policy = random_policy(env)
+    tracemalloc.start()
+    counts = env.observational_distribution(policy)
+    phi = causal_upper_bound(counts, reward_max=20.0)
+    widened = causal_upper_bound(
+        env.collect(policy, 20_000, rng=0), reward_max=20.0, delta=0.05, reward_min=-10.0
+    )
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 300 * 2**20  # dense counts alone: 200·500·6·500·8 bytes = 2.4 GB
+    V = env.optimal_values()[0]
+    _check_valid(env, phi, V, 20.0, atol=1e-9)
+    _check_valid(env, widened, V, 20.0, atol=1e-9)

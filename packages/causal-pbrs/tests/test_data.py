@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from causal_pbrs import Counts, OfflineDataset, WindyGrid, expert, random_policy
 
+from .conftest import COUNT_FIELDS, dense
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -28,8 +30,11 @@ def test_counts_equal_brute_force_loops(data):
     for (h, s, x), n in n_sa.items():
         assert c.n_sa[h, s, x] == n
         assert c.y_sum[h, s, x] == pytest.approx(y_sum[h, s, x], abs=1e-9)
+    dense = c.transition_counts()
+    assert dense.shape == (20, 81, 5, 81)
     for key, n in n_sas.items():
-        assert c.n_sas[key] == n
+        assert dense[key] == n
+    assert c.n_sas.nnz == len(n_sas)  # sparse: only the transitions seen are stored
     for key, n in n_end.items():
         assert c.n_end[key] == n
     assert c.n_s.sum() == len(rows)
@@ -44,8 +49,8 @@ def test_counts_are_additive_over_shards(data):
     first = OfflineDataset(*(c[:half] for c in cols), *sizes)
     second = OfflineDataset(*(c[half:] for c in cols), *sizes)
     whole, summed = data.counts(), first.counts() + second.counts()
-    for name in ("n_s", "n_sa", "n_sas", "n_end", "y_sum"):
-        np.testing.assert_allclose(getattr(whole, name), getattr(summed, name), atol=1e-9)
+    for name in COUNT_FIELDS:
+        np.testing.assert_allclose(dense(whole, name), dense(summed, name), atol=1e-9)
     assert len(first + second) == len(data)
 
 
@@ -90,4 +95,6 @@ def test_whole_number_floats_are_read_as_indices(data):
     """np.loadtxt reads every column as float: whole numbers are accepted."""
     cols = [getattr(data, f).astype(float) for f in OfflineDataset.fields]
     again = OfflineDataset(*cols, data.n_states, data.n_actions, data.horizon)
-    np.testing.assert_array_equal(again.counts().n_sas, data.counts().n_sas)
+    np.testing.assert_array_equal(
+        again.counts().transition_counts(), data.counts().transition_counts()
+    )

@@ -16,6 +16,7 @@ Axis letters: H horizon, S states, K cells of U, A actions.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 
 from icml25_core import as_generator, check_array
 
@@ -116,10 +117,13 @@ class Demonstrator(TabularPolicy):
         H, S, A, K = env.horizon, env.n_states, env.n_actions, env.n_cells
         n_s = np.zeros((H, S))
         n_sa, n_end, y_sum = np.zeros((H, S, A)), np.zeros((H, S, A)), np.zeros((H, S, A))
-        n_sas = np.zeros((H, S, A, S))
+        rows, cols, values = [], [], []  # sparse N_h(s, x, s'), row (h·S + s)·A + x
         entered_terminal = np.zeros(S, dtype=bool)
         seen = np.zeros((S, A, K), dtype=bool)  # (s, a, k) logged with positive probability
         s_idx, a_idx, _ = np.indices((S, A, K))
+        ends = env.terminal[env.next_state]
+        go = ~ends
+        row_go = s_idx[go] * A + a_idx[go]
         d = env.initial.copy()
         for h in range(H):
             n_s[h] = d
@@ -127,12 +131,17 @@ class Demonstrator(TabularPolicy):
             mass = mass.transpose(0, 2, 1)  # (S, A, K)
             n_sa[h] = mass.sum(axis=2)
             y_sum[h] = (mass * env.reward).sum(axis=2)
-            ends = env.terminal[env.next_state]
-            np.add.at(n_sas[h], (s_idx[~ends], a_idx[~ends], env.next_state[~ends]), mass[~ends])
+            rows.append(h * S * A + row_go)
+            cols.append(env.next_state[go])
+            values.append(mass[go])
             n_end[h] = np.where(ends, mass, 0.0).sum(axis=2)
             entered_terminal[env.next_state[ends & (mass > 0)]] = True
             seen |= mass > 0
-            d = n_sas[h].sum(axis=(0, 1))
+            d = np.bincount(env.next_state[go], weights=mass[go], minlength=S)
+        n_sas = scipy.sparse.coo_array(
+            (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(H * S * A, S),
+        )
         rewards = env.reward[seen]
         return Counts(
             n_s=n_s,

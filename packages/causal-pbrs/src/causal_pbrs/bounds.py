@@ -64,25 +64,27 @@ def _ratio(num, den):
 
 
 def observational_tables(counts: Counts):
-    """P(x|s), R̃(s, x) and T̃(s, x, s') from counts (0 where nothing was logged).
+    """P(x|s) and R̃(s, x) from counts (0 where nothing was logged).
 
     Returns
     -------
     P : ndarray of shape (H, S, A)
     R_obs : ndarray of shape (H, S, A)
-    T_obs : ndarray of shape (H, S, A, S)
-        Continuing steps only: ``1 − T_obs.sum(-1)`` is the observed probability of termination.
     """
     P = _ratio(counts.n_sa, counts.n_s[..., None])
     R_obs = _ratio(counts.y_sum, counts.n_sa)
-    T_obs = _ratio(counts.n_sas, counts.n_sa[..., None])
-    return P, R_obs, T_obs
+    return P, R_obs
 
 
-def _backup(P, R_obs, T_obs, v_next, b, M, logged=None):
+def _continuation(counts: Counts, h: int, v_next):
+    """Σ_{s'} T̃_h(s, x, s') v(s') = (N_h(s, x, ·) · v) / N_h(s, x), 0 where (s, x) was never
+    logged: one sparse (S·A, S) mat-vec. Shape (S, A)."""
+    n_sa = counts.n_sa[h]
+    return _ratio((counts.step_transitions(h) @ v_next).reshape(n_sa.shape), n_sa)
+
+
+def _backup(P, R_obs, cont, b, M, logged=None):
     """One causal Bellman backup at one step: returns Q̄ of shape (S, A)."""
-    S, A = P.shape
-    cont = (T_obs.reshape(S * A, S) @ v_next).reshape(S, A)  # batched (S·A, S) mat-vec
     Q = P * (R_obs + cont) + (1.0 - P) * (b + M)
     if logged is not None:
         Q = np.where(logged, Q, -np.inf)
@@ -93,7 +95,7 @@ def _widened_tables(counts: Counts, b: float, reward_min: float, delta: float):
     """Confidence-widened P(x|s) (lower), R̃ (upper) and the L1 radius of T̃, each family with
     δ/3 union-bounded over the H·S·A entries (Hoeffding; Weissman et al. 2003 for T̃ with the
     S + 1 outcomes: S states and the end of the episode). Conditional on the visit counts."""
-    P, R_obs, _ = observational_tables(counts)
+    P, R_obs = observational_tables(counts)
     H, S, A = counts.n_sa.shape
     log_term = np.log(3 * H * S * A / delta)
     with np.errstate(divide="ignore"):
@@ -107,25 +109,35 @@ def _widened_tables(counts: Counts, b: float, reward_min: float, delta: float):
 
 def _worst_case_continuation(counts: Counts, h: int, v_next, radius):
     """max Σ p̃(o) w(o) over the L1 ball of the given radius around the empirical outcome
-    distribution (outcomes: the S next states, worth v_next, and the end, worth 0): half the
-    radius moves from the lowest-valued outcomes to the highest. Shape (S, A)."""
+    distribution p (outcomes: the S next states, worth v_next, and the end, worth 0): half the
+    radius moves to the best outcome, taken from the lowest-valued outcomes first. Only the
+    logged outcomes (the sparse entries and the end) can give mass. Shape (S, A)."""
     S, A = counts.n_sa.shape[1:]
-    n = np.maximum(counts.n_sa[h], 1)[..., None]
-    p = np.concatenate([counts.n_sas[h], counts.n_end[h][..., None]], axis=-1) / n
-    p[counts.n_sa[h] == 0] = 0.0
+    n_sa = counts.n_sa[h].ravel()
+    step = counts.step_transitions(h).tocoo()
     w = np.append(v_next, 0.0)
-    order = np.argsort(w)  # ascending worth
-    top = order[-1]
-    budget = np.minimum(radius[h] / 2, 1.0 - p[..., top])  # mass moved to the best outcome
-    budget = np.where(counts.n_sa[h] == 0, 1.0, budget)  # nothing logged: all mass at the best
-    moved = np.zeros_like(p)
-    left = budget.copy()
-    for j in order[:-1]:  # take from the worst outcomes first
-        take = np.minimum(p[..., j], left)
-        moved[..., j] = -take
-        left = left - take
-    moved[..., top] = budget - left
-    return ((p + moved) @ w).reshape(S, A)
+    top = int(np.argmax(w))  # state index, or S for the end
+    # outcomes per (s, x) row: the logged next states, then the end
+    rows = np.concatenate([step.row, np.arange(S * A)])
+    outcome = np.concatenate([step.col, np.full(S * A, S)])
+    mass = np.concatenate([step.data, counts.n_end[h].ravel()])
+    p = _ratio(mass, n_sa[rows])
+    p_top = np.bincount(rows, weights=np.where(outcome == top, p, 0.0), minlength=S * A)
+    budget = np.where(n_sa > 0, np.minimum(radius[h].ravel() / 2, 1.0 - p_top), 0.0)
+    give = outcome != top
+    order = np.lexsort((w[outcome], rows))  # per row, ascending worth
+    order = order[give[order]]
+    r, pj = rows[order], p[order]
+    before = np.cumsum(pj) - pj  # mass of the cheaper outcomes of the same row, below
+    row_start = np.searchsorted(r, np.arange(S * A))
+    base = np.zeros(S * A)
+    has = row_start < len(r)
+    base[has] = before[row_start[has]]
+    taken = np.clip(budget[r] - (before - base[r]), 0.0, pj)
+    moved = np.bincount(r, weights=taken, minlength=S * A)
+    lost = np.bincount(r, weights=taken * w[outcome[order]], minlength=S * A)
+    value = np.bincount(rows, weights=p * w[outcome], minlength=S * A)
+    return (value - lost + moved * w[top]).reshape(S, A)
 
 
 def causal_upper_bound(
@@ -208,8 +220,9 @@ def causal_upper_bound(
     -----
     Source: Li, Zhang & Bareinboim (2025), Sec. 3 (causal Bellman bound), Cor. 3.2; official
     ``causal_rl/algo/reward_shaping/calculate_values.py::approx_opt_value_upper_bound`` for the
-    stationary sweeps and the "skip" mode. Each step is one batched (S·A, S) matrix-vector
-    product.
+    stationary sweeps and the "skip" mode. Each step is one sparse (S·A, S) matrix-vector
+    product over the logged transitions: memory and time grow with the transitions seen, not
+    with H·S·A·S (Taxi at H = 200: ``benchmarks/bench_bound.py``).
 
     Examples
     --------
@@ -232,7 +245,7 @@ def causal_upper_bound(
     check_choice(unobserved, "unobserved", ("optimistic", "skip"))
     tol = check_real(tol, "tol", low=0, inclusive="neither")
     S = counts.n_states
-    P, R_obs, T_obs = observational_tables(stats)
+    P, R_obs = observational_tables(stats)
     widened = None
     if delta is not None:
         delta = check_real(delta, "delta", low=0, high=1, inclusive="neither")
@@ -254,7 +267,7 @@ def causal_upper_bound(
         if skip:
             seen = visited[min(i + 1, len(visited) - 1)] if not stationary else visited[0]
             M = b if first or not seen.any() else min(b * (H - 1), float(v_next[seen].max()))
-            Q = _backup(P[i], R_obs[i], T_obs[i], v_next, b, M, logged[i])
+            Q = _backup(P[i], R_obs[i], _continuation(stats, i, v_next), b, M, logged[i])
             v = np.where(visited[i], Q.max(axis=1), 0.0)
         elif widened is not None:
             M = max(float(v_next.max()), 0.0)
@@ -263,7 +276,7 @@ def causal_upper_bound(
             v = (P_lo[i] * (R_hi[i] + cont) + (1.0 - P_lo[i]) * (b + M)).max(axis=1)
         else:
             M = max(float(v_next.max()), 0.0)
-            v = _backup(P[i], R_obs[i], T_obs[i], v_next, b, M).max(axis=1)
+            v = _backup(P[i], R_obs[i], _continuation(stats, i, v_next), b, M).max(axis=1)
         v[known_terminal] = 0.0
         return v
 
@@ -299,7 +312,9 @@ def manski_bounds(data, reward_max):
     -------
     T_up : ndarray of shape (H, S, A, S)
         T̃_h(s, x, s') P(x|s) + (1 − P(x|s)) (continuing steps; termination is one more outcome
-        bounded the same way).
+        bounded the same way). Dense by nature (1 − P(x|s) > 0 everywhere an action was not
+        always taken): H·S·A·S·8 bytes, so for small problems; :func:`causal_upper_bound`
+        does not need it.
     R_up : ndarray of shape (H, S, A)
         R̃_h(s, x) P(x|s) + b (1 − P(x|s)).
 
@@ -314,7 +329,8 @@ def manski_bounds(data, reward_max):
     """
     counts = _as_counts(data)
     b = _check_reward_max(reward_max, counts)
-    P, R_obs, T_obs = observational_tables(counts)
+    P, R_obs = observational_tables(counts)
+    T_obs = _ratio(counts.transition_counts(), counts.n_sa[..., None])
     T_up = T_obs * P[..., None] + (1.0 - P[..., None])
     R_up = R_obs * P + b * (1.0 - P)
     return T_up, R_up

@@ -11,22 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from icml25_core.cli import add_reproduce_command, console_parser
 
 from ._version import __version__
+from .presets import NAMED_ENVS
 
 SEEDS = (1234, 5678, 91011)
-ENVIRONMENTS: dict[str, Any] = {
-    # name: (factory keyword arguments, reward_max b)
-    "lava-extreme": ({"preset": "lava_extreme"}, 0.0),
-    "empty8": ({"preset": "empty8"}, 0.0),
-    "frozenlake4x4": ({"env_id": "FrozenLake-v1", "horizon": 30, "map_name": "4x4"}, None),
-    "frozenlake8x8": ({"env_id": "FrozenLake-v1", "horizon": 100, "map_name": "8x8"}, None),
-    "cliffwalking-slippery": ({"env_id": "CliffWalkingSlippery-v1", "horizon": 50}, None),
-    "taxi-rainy": ({"env_id": "Taxi-v4", "horizon": 50, "is_rainy": True}, None),
-}
+# the named environments, spelled with dashes on the command line ("lava-extreme")
+ENVIRONMENTS = tuple(name.replace("_", "-") for name in NAMED_ENVS)
 
 
 def _fail(message):
@@ -65,22 +58,13 @@ def bound(args):
     print(f"wrote {out} (shape {phi.shape}: φ_h(s), row H = 0)")
 
 
-def make_env(name, horizon=None):
-    from .envs import ConfoundedToyText, WindyGrid
-
-    spec, _ = ENVIRONMENTS[name]
-    if "preset" in spec:
-        return WindyGrid.preset(spec["preset"], horizon=horizon)
-    kwargs = {k: v for k, v in spec.items() if k not in ("env_id", "horizon")}
-    return ConfoundedToyText(spec["env_id"], horizon or spec["horizon"], **kwargs)
-
-
 def run(args):
     import numpy as np
 
     from .agents import QUCB
     from .behavior import anti_expert, expert, random_policy
     from .bounds import causal_upper_bound, combine
+    from .envs import WindyGrid, make_named
     from .regret import run_batch
 
     if args.episodes < 1 or args.seeds < 1 or args.transitions < 1:
@@ -89,9 +73,8 @@ def run(args):
         _fail("--horizon must be >= 1")
     if args.out and not Path(args.out).parent.is_dir():
         _fail(f"--out: folder {Path(args.out).parent} does not exist")
-    env = make_env(args.env, args.horizon)
-    b = ENVIRONMENTS[args.env][1]
-    b = env.reward_range[1] if b is None else b
+    env = make_named(args.env.replace("-", "_"), args.horizon)
+    b = 0.0 if isinstance(env, WindyGrid) else env.reward_range[1]  # grids: official b = 0
     seeds = (SEEDS + tuple(range(max(0, args.seeds - len(SEEDS)))))[: args.seeds]
     S, A, H, K = env.n_states, env.n_actions, env.horizon, args.episodes
     official = args.config == "official"
@@ -153,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = commands.add_parser(
         "run", help="vanilla vs causal-bound-shaped Q-UCB on an environment, exact regret"
     )
-    r.add_argument("env", choices=tuple(ENVIRONMENTS), help="environment")
+    r.add_argument("env", choices=ENVIRONMENTS, help="environment")
     r.add_argument("--episodes", type=int, default=4000, help="K (default: 4000)")
     r.add_argument("--seeds", type=int, default=3, help="seeds 1234, 5678, 91011, ... (3)")
     r.add_argument("--transitions", type=int, default=100_000, help="per log (100000)")

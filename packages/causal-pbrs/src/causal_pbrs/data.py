@@ -4,7 +4,9 @@ Everything the causal bound needs from a log of tuples (h, s, x, y, s', done) is
 (Li, Zhang & Bareinboim, ICML 2025, Sec. 3): the propensities P̂_h(x | s) = N_h(s, x) / N_h(s),
 the observational transitions T̃_h(s, x, s') = N_h(s, x, s') / N_h(s, x) and rewards
 R̃_h(s, x) = ΣY / N_h(s, x). Counts are additive, so shards of a large log can be counted apart
-(on Dask or Ray workers) and summed.
+(on Dask or Ray workers) and summed. The transition counts are stored sparse (a log or a
+tabular model touches few s' per (h, s, x)): dense, Taxi at H = 200 would need
+H·S·A·S·8 bytes = 2.4 GB.
 
 Axis letters: N rows, H horizon, S states, A actions.
 """
@@ -16,6 +18,7 @@ from os import PathLike
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse
 
 from icml25_core import check_array, check_consistent_length
 
@@ -34,8 +37,10 @@ class Counts:
         N_h(s): visits of s at step h.
     n_sa : ndarray of shape (H, S, A)
         N_h(s, x): times x was taken there.
-    n_sas : ndarray of shape (H, S, A, S)
-        N_h(s, x, s'): steps that continued to s' (``done`` False).
+    n_sas : scipy.sparse array of shape (H·S·A, S), or array_like of shape (H, S, A, S)
+        N_h(s, x, s'): steps that continued to s' (``done`` False), at row (h·S + s)·A + x.
+        Stored as a ``scipy.sparse.csr_array`` of shape (H·S·A, S) whatever the input;
+        :meth:`transition_counts` gives the dense (H, S, A, S) array.
     n_end : ndarray of shape (H, S, A)
         Steps that entered a terminal state (``done`` True); ``n_sa = n_sas.sum(-1) + n_end``.
     y_sum : ndarray of shape (H, S, A)
@@ -58,7 +63,7 @@ class Counts:
 
     n_s: np.ndarray
     n_sa: np.ndarray
-    n_sas: np.ndarray
+    n_sas: scipy.sparse.csr_array
     n_end: np.ndarray
     y_sum: np.ndarray
     terminal: np.ndarray
@@ -73,15 +78,15 @@ class Counts:
         checked = {
             "n_s": n_s,
             "n_sa": check_array(n_sa, "n_sa", shape=(H, S, A)),
-            "n_sas": check_array(self.n_sas, "n_sas", shape=(H, S, A, S), cast=np.float64),
             "n_end": check_array(self.n_end, "n_end", shape=(H, S, A), cast=np.float64),
             "y_sum": check_array(self.y_sum, "y_sum", shape=(H, S, A), cast=np.float64),
         }
-        for name in ("n_s", "n_sa", "n_sas", "n_end"):
+        for name in ("n_s", "n_sa", "n_end"):
             if (checked[name] < 0).any():
                 raise ValueError(f"`{name}` must be non-negative")
         for name, value in checked.items():
             object.__setattr__(self, name, value)
+        object.__setattr__(self, "n_sas", _sparse_transitions(self.n_sas, H, S, A))
         terminal = check_array(self.terminal, "terminal", shape=(S,), dtype="bool")
         object.__setattr__(self, "terminal", terminal)
         y_min, y_max = check_real(self.y_min, "y_min"), check_real(self.y_max, "y_max")
@@ -99,7 +104,8 @@ class Counts:
 
         if not close(self.n_sa.sum(axis=-1), self.n_s):
             raise ValueError("`n_sa` must add up to `n_s` over actions (n_s = n_sa.sum(-1))")
-        if not close(self.n_sas.sum(axis=-1) + self.n_end, self.n_sa):
+        continued = self.n_sas.sum(axis=1).reshape(self.n_sa.shape)
+        if not close(continued + self.n_end, self.n_sa):
             raise ValueError(
                 "`n_sas` and `n_end` must add up to `n_sa` (n_sa = n_sas.sum(-1) + n_end)"
             )
@@ -130,13 +136,35 @@ class Counts:
         """A, the number of actions."""
         return self.n_sa.shape[2]
 
+    def transition_counts(self, h: int | None = None) -> np.ndarray:
+        """N_h(s, x, s') as a dense array: shape (H, S, A, S), or (S, A, S) for one step `h`.
+
+        The full array takes H·S·A·S·8 bytes (2.4 GB for Taxi at H = 200); the bounds never
+        build it, they read the sparse :attr:`n_sas` row block of each step.
+
+        Raises
+        ------
+        ValueError
+            If `h` is outside [0, H).
+        """
+        H, S, A = self.n_sa.shape
+        if h is None:
+            return self.n_sas.toarray().reshape(H, S, A, S)
+        h = check_int(h, "h", low=0, high=H - 1)
+        return self.step_transitions(h).toarray().reshape(S, A, S)
+
+    def step_transitions(self, h: int) -> scipy.sparse.csr_array:
+        """The rows of :attr:`n_sas` for step `h`: sparse, shape (S·A, S), row s·A + x."""
+        H, S, A = self.n_sa.shape
+        return self.n_sas if H == 1 else self.n_sas[h * S * A : (h + 1) * S * A]
+
     def __add__(self, other: Counts) -> Counts:
         if not isinstance(other, Counts):
             return NotImplemented
-        if other.n_sas.shape != self.n_sas.shape:
+        if other.n_sa.shape != self.n_sa.shape:
             raise ValueError(
-                f"cannot add counts of shape {other.n_sas.shape} to counts of shape "
-                f"{self.n_sas.shape} (different horizon, states or actions)"
+                f"cannot add counts of (H, S, A) {other.n_sa.shape} to counts of (H, S, A) "
+                f"{self.n_sa.shape} (different horizon, states or actions)"
             )
         return Counts(
             self.n_s + other.n_s,
@@ -151,16 +179,75 @@ class Counts:
 
     def pooled(self) -> Counts:
         """The counts summed over steps h: shape (1, ...) (the stationary, official estimate)."""
+        S, A = self.n_sa.shape[1:]
+        coo = self.n_sas.tocoo()
+        n_sas = _csr(coo.data, coo.row % (S * A), coo.col, S * A, S)
         return Counts(
             self.n_s.sum(axis=0, keepdims=True),
             self.n_sa.sum(axis=0, keepdims=True),
-            self.n_sas.sum(axis=0, keepdims=True),
+            n_sas,
             self.n_end.sum(axis=0, keepdims=True),
             self.y_sum.sum(axis=0, keepdims=True),
             self.terminal,
             self.y_min,
             self.y_max,
         )
+
+
+DENSE_KEYS = 1 << 22  # below this many (row, col) cells, sum with one bincount over all of them
+
+
+def _csr(values, rows, cols, n_rows, n_cols) -> scipy.sparse.csr_array:
+    """A canonical float64 CSR array (sorted, duplicates summed, no zeros) from triplets.
+
+    Sums over the flat keys row·n_cols + col: one ``np.bincount`` over all cells when there
+    are few, else over the distinct keys (``np.unique``), so memory follows the entries."""
+    keys = np.asarray(rows, dtype=np.int64) * n_cols + np.asarray(cols, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
+    if n_rows * n_cols <= DENSE_KEYS:
+        sums = np.bincount(keys, weights=values, minlength=n_rows * n_cols)
+        keys = np.flatnonzero(sums)
+        sums = sums[keys]
+    else:
+        keys, inverse = np.unique(keys, return_inverse=True)
+        sums = np.bincount(inverse.ravel(), weights=values, minlength=len(keys))
+        keys, sums = keys[sums != 0], sums[sums != 0]
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // n_cols, minlength=n_rows), out=indptr[1:])
+    return scipy.sparse.csr_array((sums, keys % n_cols, indptr), shape=(n_rows, n_cols))
+
+
+def _sparse_transitions(n_sas, H: int, S: int, A: int) -> scipy.sparse.csr_array:
+    """Check N_h(s, x, s') (dense (H, S, A, S) or sparse (H·S·A, S)) and store it as CSR."""
+    if scipy.sparse.issparse(n_sas):
+        if n_sas.shape != (H * S * A, S):
+            raise ValueError(
+                f"`n_sas` must have shape (H·S·A, S) = ({H * S * A}, {S}) when sparse, "
+                f"got {n_sas.shape}"
+            )
+        csr = scipy.sparse.csr_array(n_sas)
+        values = check_array(
+            csr.data, "n_sas", ndim=1, dtype="numeric", cast=np.float64, allow_empty=True,
+            finite=False,
+        )  # fmt: skip
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            coo = csr.tocoo()
+            at = (int(coo.row[bad[0]]), int(coo.col[bad[0]]))
+            raise ValueError(f"`n_sas` contains NaN or infinity (first at row, column {at})")
+        if (values < 0).any():
+            raise ValueError("`n_sas` must be non-negative")
+        if csr.has_canonical_format and csr.dtype == np.float64:
+            return csr  # already what _csr builds (e.g. from OfflineDataset.counts)
+        coo = csr.tocoo()
+        rows, cols, values = coo.row, coo.col, coo.data
+    else:
+        dense = check_array(n_sas, "n_sas", shape=(H, S, A, S), cast=np.float64)
+        rows, cols = np.nonzero(dense.reshape(H * S * A, S))
+        values = dense.reshape(H * S * A, S)[rows, cols]
+    if (values < 0).any():
+        raise ValueError("`n_sas` must be non-negative")
+    return _csr(values, rows, cols, H * S * A, S)
 
 
 class OfflineDataset:
@@ -258,7 +345,7 @@ class OfflineDataset:
         Returns
         -------
         Counts
-            ``n_s`` (H, S), ``n_sa`` (H, S, A), ``n_sas`` (H, S, A, S) for continuing steps,
+            ``n_s`` (H, S), ``n_sa`` (H, S, A), ``n_sas`` (sparse, (H·S·A, S)) for continuing steps,
             ``n_end`` (H, S, A), ``y_sum`` (H, S, A), ``terminal`` (S,); H is 1 when `pooled`.
             Computed with ``np.bincount`` over flat indices (the same sums as ``np.add.at``).
         """
@@ -277,8 +364,7 @@ class OfflineDataset:
         return Counts(
             n_s=count(hs, H * S).reshape(H, S),
             n_sa=n_sa.reshape(H, S, A),
-            # weights 1 − done keep the continuing steps (faster than a boolean selection)
-            n_sas=count(hsa * S + self.s_next, H * S * A * S, 1.0 - ends).reshape(H, S, A, S),
+            n_sas=_csr(1.0 - ends, hsa, self.s_next, H * S * A, S),  # weight 0: ended steps
             n_end=n_end.reshape(H, S, A),
             y_sum=count(hsa, H * S * A, self.y).reshape(H, S, A),
             terminal=count(self.s_next, S, ends) > 0,

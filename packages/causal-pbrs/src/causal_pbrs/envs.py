@@ -34,7 +34,7 @@ from icml25_core import as_generator, check_array, check_choice
 
 from ._validation import check_index_array, check_int, check_probabilities, check_real
 from .data import Counts, OfflineDataset
-from .presets import PRESETS
+from .presets import NAMED_ENVS, PRESETS
 
 __all__ = ["ConfoundedToyText", "TabularCMDP", "WindyGrid"]
 
@@ -872,3 +872,31 @@ class WindyGrid(TabularCMDP):
 
     def __repr__(self) -> str:
         return f"WindyGrid(shape={self.shape}, wind={tuple(self.wind)}, horizon={self.horizon})"
+
+
+def make_named(name: str, horizon: int | None = None) -> TabularCMDP:
+    """The environment called `name` in ``presets.NAMED_ENVS`` (the CLI's and the reproduce's).
+
+    Parameters
+    ----------
+    name : str
+        ``"lava_extreme"``, ``"empty8"`` (the paper's windy grids), ``"frozenlake4x4"``,
+        ``"frozenlake8x8"``, ``"cliffwalking_slippery"`` or ``"taxi_rainy"``.
+    horizon : int, optional
+        H; default: the table's (the grids: the official time limits).
+
+    Returns
+    -------
+    WindyGrid or ConfoundedToyText
+
+    Raises
+    ------
+    ValueError
+        If `name` is unknown or `horizon` < 1.
+    """
+    check_choice(name, "name", tuple(NAMED_ENVS))
+    spec = dict(NAMED_ENVS[name])
+    if "preset" in spec:
+        return WindyGrid.preset(spec["preset"], horizon=horizon)
+    env_id, default = spec.pop("env_id"), spec.pop("horizon")
+    return ConfoundedToyText(env_id, default if horizon is None else horizon, **spec)

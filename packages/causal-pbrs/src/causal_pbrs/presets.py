@@ -22,7 +22,7 @@ from typing import Any
 
 import gymnasium
 
-__all__ = ["ENV_IDS", "PRESETS", "register_envs"]
+__all__ = ["ENV_IDS", "NAMED_ENVS", "PRESETS", "register_envs"]
 
 PRESETS: dict[str, dict[str, Any]] = {
     # MiniGrid-Empty-8x8 with the official wind (constants.WIND_DIST) and time limit (KWARGS).
@@ -59,6 +59,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         "horizon": 20,
     },
 }
+
+# The environments the command line and the reproduce name: keyword arguments of
+# WindyGrid.preset ("preset") or of ConfoundedToyText ("env_id", "horizon", the rest passed to
+# gymnasium.make); :func:`causal_pbrs.envs.make_named` builds them. The toy-text horizons are
+# ours (2-3 times the shortest path under slips); FrozenLake's slip is gymnasium's default.
+NAMED_ENVS: dict[str, dict[str, Any]] = {
+    "lava_extreme": {"preset": "lava_extreme"},
+    "empty8": {"preset": "empty8"},
+    "frozenlake4x4": {"env_id": "FrozenLake-v1", "horizon": 30, "map_name": "4x4",
+                      "is_slippery": True, "success_rate": 1 / 3},
+    "frozenlake8x8": {"env_id": "FrozenLake-v1", "horizon": 100, "map_name": "8x8",
+                      "is_slippery": True, "success_rate": 1 / 3},
+    "cliffwalking_slippery": {"env_id": "CliffWalkingSlippery-v1", "horizon": 50},
+    "taxi_rainy": {"env_id": "Taxi-v4", "horizon": 50, "is_rainy": True},
+}  # fmt: skip
 
 # id: (entry point, default keyword arguments; those of gymnasium.make override them)
 ENV_IDS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -35,7 +35,7 @@ from icml25_core import Claim, Report, ResultStore, progress, source_fingerprint
 from .agents import QUCB
 from .behavior import anti_expert, expert, random_policy
 from .bounds import causal_upper_bound, combine, monte_carlo_values
-from .envs import ConfoundedToyText, WindyGrid
+from .envs import WindyGrid, make_named
 from .regret import run_batch
 
 # ---- pass rules, written before the run (spec §4) ---------------------------------------------
@@ -91,37 +91,6 @@ FULL = Settings(
     episodes=20_000,
     envs=("lava_extreme", "frozenlake4x4", "frozenlake8x8", "cliffwalking_slippery"),
 )
-
-ENVS: dict[str, Any] = {
-    "lava_extreme": {"kind": "windy", "preset": "lava_extreme", "horizon": 20},
-    "frozenlake4x4": {
-        "kind": "toy",
-        "env_id": "FrozenLake-v1",
-        "horizon": 30,
-        "kwargs": {"map_name": "4x4", "is_slippery": True, "success_rate": 1 / 3},
-    },
-    # --full only; horizons chosen here (2-3 times the shortest path under slips)
-    "frozenlake8x8": {
-        "kind": "toy",
-        "env_id": "FrozenLake-v1",
-        "horizon": 100,
-        "kwargs": {"map_name": "8x8", "is_slippery": True, "success_rate": 1 / 3},
-    },
-    "cliffwalking_slippery": {
-        "kind": "toy",
-        "env_id": "CliffWalkingSlippery-v1",
-        "horizon": 50,
-        "kwargs": {},
-    },
-}
-
-
-def make_env(name):
-    """The environment of a reproduce unit."""
-    spec = ENVS[name]
-    if spec["kind"] == "windy":
-        return WindyGrid.preset(spec["preset"], horizon=spec["horizon"])
-    return ConfoundedToyText(spec["env_id"], spec["horizon"], **spec["kwargs"])
 
 
 def _checkpoints(K):
@@ -210,7 +179,7 @@ def agents_for(env, pots, K):
 
 def unit(name, seed, settings, callback=None):
     """One (environment, seed): logs, bounds, all learners in lockstep; JSON-ready results."""
-    env = make_env(name)
+    env = make_named(name)
     K = settings.episodes
     pots = potentials(env, settings.transitions, seed)
     learners = agents_for(env, pots, K)
@@ -308,13 +277,13 @@ def build_report(results, settings, runtime_s, figures, reused=0):
     lava_exact = results[f"{lava}-s{settings.seeds[0]}"]["violations"][
         "time-indexed bound, exact distribution"
     ]
-    H_lava = ENVS[lava]["horizon"]
+    H_lava = make_named(lava).horizon
     claims.append(
         Claim.judge(
             "Windy lava grid: the causal bound (min over the 3 demonstrators) upper-bounds V* "
             "on every (h, s), exact observational distribution",
             "V* <= V̄ for every compatible CMDP (Cor. 3.2)",
-            f"{lava_exact} of {H_lava} × {int((~make_env(lava).terminal).sum())} (h, s) below V*",
+            f"{lava_exact} of {H_lava} × {int((~make_named(lava).terminal).sum())} (h, s) below V*",
             lava_exact <= MAX_VIOLATIONS,
             f"<= {MAX_VIOLATIONS} entries with φ < V* − {VIOLATION_TOL:g}",
         )
@@ -458,7 +427,7 @@ def _findings(results, settings):
     out, lava, seeds = [], "lava_extreme", settings.seeds
     maps = results.get(f"{lava}-s{seeds[0]}", {}).get("maps")
     if maps:
-        free = ~make_env(lava).terminal
+        free = ~make_named(lava).terminal
         phi = np.asarray(maps["causal (official)"])[free]
         rounded = np.round(phi, OFFICIAL_PHI_DECIMALS)
         out.append(
@@ -527,7 +496,7 @@ def plot(results, settings, out_dir):
     maps = results[f"lava_extreme-s{settings.seeds[0]}"].get("maps")
     if maps:
         path = out_dir / "causal-pbrs_potentials.png"
-        grid = make_env("lava_extreme")
+        grid = WindyGrid.preset("lava_extreme")
         plot_potential_maps(maps, grid.shape, path, hidden=grid.terminal)
         files.append(path.name)
     return files
