@@ -1,9 +1,12 @@
 """The causal upper bound against V* (exact enumeration), closed forms and the loop reference."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from causal_pbrs import (
     Demonstrator,
+    OfflineDataset,
     TabularCMDP,
     WindyGrid,
     causal_upper_bound,
@@ -316,3 +319,52 @@ def test_taxi_at_the_horizon_of_200_fits_and_the_bound_is_valid():
     V = env.optimal_values()[0]
     _check_valid(env, phi, V, 20.0, atol=1e-9)
     _check_valid(env, widened, V, 20.0, atol=1e-9)
+
+
+def test_the_delta_bound_is_finite_when_every_reward_is_the_same():
+    # trial 31 (H1): reward_min == reward_max gave 0 x inf = NaN on never-logged (h, s, x)
+    from causal_pbrs import ConfoundedToyText
+
+    env = ConfoundedToyText("FrozenLake-v1", horizon=10, is_slippery=True)
+    data = env.collect(random_policy(env), 300, rng=0)
+    logged = data.counts().n_sa > 0
+    assert not logged.all()
+    b = float(data.y.max())
+    phi = causal_upper_bound(data, b, delta=0.05, reward_min=b if b == data.y.min() else 0.0)
+    assert np.isfinite(phi).all()
+    constant = OfflineDataset(data.h, data.s, data.x, np.zeros(len(data)), data.s_next,
+                              data.done, env.n_states, env.n_actions, env.horizon)  # fmt: skip
+    phi = causal_upper_bound(constant, 0.0, delta=0.05, reward_min=0.0)
+    assert np.isfinite(phi).all()
+    assert (phi <= 0).all()
+
+
+def test_pooled_counts_keep_their_horizon():
+    # trial 31 (M1): pooled counts used to be read as a 1-step problem (capped at b)
+    env = WindyGrid.preset("lava_extreme")
+    data = env.collect(random_policy(env), 3000, rng=0)
+    pooled = data.counts().pooled()
+    assert pooled.pooled_horizon == 20
+    assert data.counts(pooled=True).pooled_horizon == 20
+    reference = causal_upper_bound(data, 0.0, stationary=True)
+    np.testing.assert_allclose(
+        causal_upper_bound(pooled, 0.0, stationary=True), reference, atol=1e-12
+    )
+    assert reference.shape == (21, 81)
+    with pytest.raises(ValueError, match="pooled over 20 steps: pass stationary=True"):
+        causal_upper_bound(pooled, 0.0)
+    with pytest.raises(
+        ValueError, match="cannot add counts pooled over None steps to counts pooled over 20"
+    ):
+        pooled + dataclasses.replace(pooled, pooled_horizon=None)  # a one-step problem's
+
+
+def test_reward_min_without_delta_is_refused():
+    data = WindyGrid.preset("empty8").collect(random_policy(WindyGrid.preset("empty8")), 100, rng=0)
+    with pytest.raises(ValueError, match="`reward_min` is used only with `delta`"):
+        causal_upper_bound(data, 0.0, reward_min=-1.0)
+
+
+def test_combine_refuses_one_list_of_bounds():
+    with pytest.raises(TypeError, match=r"combine\(\*bounds\)"):
+        combine([np.zeros((2, 3)), np.ones((2, 3))])

@@ -31,14 +31,27 @@ def test_bound_writes_the_same_bound_as_python(tmp_path, capsys):
         (["--reward-max", "0", "--out", "phi.txt"], "--out must end in .npy"),
         (["--reward-max", "0", "--out", "/no/such/dir/phi.npy"], "does not exist"),
         (["--reward-max", "0", "--horizon", "1"], "`h` must lie in"),
+        (["--reward-max", "0", "--out", "folder.npy"], "--out folder.npy is a folder"),
+        (["--reward-max", "0", "--delta", "0.05"], "--delta needs --reward-min"),
     ],
 )
 def test_bound_reports_bad_input(tmp_path, extra, match, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder.npy").mkdir()
     env = WindyGrid.preset("empty8")
     env.collect(random_policy(env), 200, rng=0).save(tmp_path / "d.npz")
     with pytest.raises(SystemExit, match=match):
         main(["bound", "d.npz", *extra])
+
+
+def test_bound_writes_the_finite_sample_bound(tmp_path):
+    env = WindyGrid.preset("lava_extreme")
+    data = env.collect(random_policy(env), 3000, rng=0)
+    path, out = data.save(tmp_path / "data.npz"), tmp_path / "phi.npy"
+    main(["bound", str(path), "--reward-max", "0", "--delta", "0.05", "--reward-min", "-2",
+          "--out", str(out)])  # fmt: skip
+    expected = causal_upper_bound(data, 0.0, delta=0.05, reward_min=-2.0)
+    np.testing.assert_array_equal(np.load(out), expected)
 
 
 def test_bound_reports_a_missing_file(tmp_path):
@@ -80,7 +93,9 @@ def test_bound_reports_files_that_are_not_logs(tmp_path, monkeypatch):
         main(["bound", str(tmp_path / "bare.npz"), "--reward-max", "0"])
 
 
-def test_run_checks_its_output_folder_before_running(capsys):
+def test_run_checks_its_output_folder_before_running(capsys, tmp_path):
     with pytest.raises(SystemExit, match="--out: folder /no/such/dir does not exist"):
         main(["run", "empty8", "--episodes", "5", "--out", "/no/such/dir/r.json"])
+    with pytest.raises(SystemExit, match="is a folder"):
+        main(["run", "empty8", "--episodes", "5", "--out", str(tmp_path)])
     assert "cumulative gap regret" not in capsys.readouterr().out  # nothing was run

@@ -98,3 +98,27 @@ def test_whole_number_floats_are_read_as_indices(data):
     np.testing.assert_array_equal(
         again.counts().transition_counts(), data.counts().transition_counts()
     )
+
+
+def test_counts_copy_their_arrays_and_sum_over_a_list(data):
+    # trial 31 (L2, L4): later writes to the caller's arrays cannot bypass the checks
+    c = data.counts()
+    n_s = c.n_s.copy()
+    mine = Counts(n_s, c.n_sa, c.n_sas, c.n_end, c.y_sum, c.terminal, c.y_min, c.y_max)
+    n_s[0, 0] = -5.0
+    assert mine.n_s[0, 0] >= 0
+    with pytest.raises(ValueError, match="read-only"):
+        mine.n_s[0, 0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        mine.n_sas.data[0] = 1.0
+    halves = [OfflineDataset(*(getattr(data, f)[a:b] for f in OfflineDataset.fields),
+                             data.n_states, data.n_actions, data.horizon).counts()
+              for a, b in ((0, 100), (100, len(data)))]  # fmt: skip
+    np.testing.assert_array_equal(sum(halves).n_sa, c.n_sa)
+
+
+def test_step_transitions_checks_the_step(data):
+    c = data.counts()
+    assert c.step_transitions(19).shape == (81 * 5, 81)
+    with pytest.raises(ValueError, match="`h`"):
+        c.step_transitions(20)

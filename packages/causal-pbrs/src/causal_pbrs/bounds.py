@@ -98,12 +98,13 @@ def _widened_tables(counts: Counts, b: float, reward_min: float, delta: float):
     P, R_obs = observational_tables(counts)
     H, S, A = counts.n_sa.shape
     log_term = np.log(3 * H * S * A / delta)
+    logged = counts.n_sa > 0
     with np.errstate(divide="ignore"):
         width_p = np.sqrt(log_term / (2 * counts.n_s[..., None]))
-        width_r = (b - reward_min) * np.sqrt(log_term / (2 * counts.n_sa))
+        width_r = (b - reward_min) * np.sqrt(log_term / (2 * np.maximum(counts.n_sa, 1)))
         radius = np.sqrt(2 * ((S + 1) * np.log(2) + log_term) / counts.n_sa)
     P_lo = np.clip(P - width_p, 0.0, 1.0)
-    R_hi = np.minimum(b, R_obs + width_r)
+    R_hi = np.where(logged, np.minimum(b, R_obs + width_r), b)  # never logged: up to b
     return P_lo, R_hi, radius
 
 
@@ -214,7 +215,8 @@ def causal_upper_bound(
     ValueError
         If a logged reward exceeds `reward_max`, `unobserved` is unknown or `tol` <= 0; if
         `delta` is not in (0, 1), comes with ``stationary=True`` or ``unobserved="skip"``, or
-        without a `reward_min` <= every logged reward.
+        without a `reward_min` <= every logged reward; if `reward_min` comes without `delta`;
+        if `data` holds pooled counts (``Counts.pooled_horizon``) and `stationary` is False.
 
     Notes
     -----
@@ -236,11 +238,15 @@ def causal_upper_bound(
     stationary = check_bool(stationary, "stationary")
     if stationary and isinstance(data, OfflineDataset):
         counts = stats = data.counts(pooled=True)  # no per-step arrays needed
-        H = data.horizon
     else:
         counts = _as_counts(data)
         stats = counts.pooled() if stationary else counts
-        H = counts.horizon
+    if counts.pooled_horizon is not None and not stationary:
+        raise ValueError(
+            f"`data` holds counts pooled over {counts.pooled_horizon} steps: pass "
+            "stationary=True, or per-step counts for the time-indexed bound"
+        )
+    H = stats.pooled_horizon if stationary and stats.pooled_horizon else counts.horizon
     b = _check_reward_max(reward_max, counts)
     check_choice(unobserved, "unobserved", ("optimistic", "skip"))
     tol = check_real(tol, "tol", low=0, inclusive="neither")
@@ -258,6 +264,8 @@ def causal_upper_bound(
         if reward_min > counts.y_min:
             raise ValueError(f"`reward_min` = {reward_min} is above a logged reward")
         widened = _widened_tables(counts, b, reward_min, delta)
+    elif reward_min is not None:
+        raise ValueError("`reward_min` is used only with `delta` (the finite-sample bound)")
     visited = stats.n_s > 0
     logged = stats.n_sa > 0
     known_terminal = counts.terminal & (counts.n_s.sum(axis=0) == 0)
@@ -355,6 +363,8 @@ def combine(*phis):
     ------
     ValueError
         If no bound is given, the shapes differ, or a bound holds NaN or infinity.
+    TypeError
+        If one list or tuple of bounds is passed instead of the bounds themselves.
 
     Examples
     --------
@@ -363,6 +373,8 @@ def combine(*phis):
     """
     if not phis:
         raise ValueError("`phis`: give at least one bound")
+    if len(phis) == 1 and isinstance(phis[0], list | tuple) and np.ndim(phis[0][0]) >= 1:
+        raise TypeError("`phis`: pass the bounds as separate arguments, combine(*bounds)")
     arrays = [check_array(p, f"phis[{i}]", cast=np.float64) for i, p in enumerate(phis)]
     for i, arr in enumerate(arrays[1:], start=1):
         if arr.shape != arrays[0].shape:

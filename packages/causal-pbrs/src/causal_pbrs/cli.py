@@ -37,6 +37,8 @@ def bound(args):
         _fail(f"--out must end in .npy: {out}")
     if not out.parent.is_dir():
         _fail(f"--out: folder {out.parent} does not exist")
+    if out.is_dir():
+        _fail(f"--out {out} is a folder; give a file name ending in .npy")
     try:
         data = OfflineDataset.load(
             args.data, n_states=args.n_states, n_actions=args.n_actions, horizon=args.horizon
@@ -46,11 +48,14 @@ def bound(args):
             args.reward_max,
             stationary=args.stationary,
             unobserved=args.unobserved,
+            delta=args.delta,
+            reward_min=args.reward_min,
         )
     except FileNotFoundError:
         _fail(f"cannot read {args.data}: no such file")
     except (ValueError, TypeError, OSError) as error:
-        _fail(f"{args.data}: {error}")
+        flags = str(error).replace("`delta`", "--delta").replace("`reward_min`", "--reward-min")
+        _fail(f"{args.data}: {flags}")
     np.save(out, phi)
     H, S = phi.shape[0] - 1, phi.shape[1]
     low, high = phi[0].min(), phi[0].max()
@@ -73,6 +78,8 @@ def run(args):
         _fail("--horizon must be >= 1")
     if args.out and not Path(args.out).parent.is_dir():
         _fail(f"--out: folder {Path(args.out).parent} does not exist")
+    if args.out and Path(args.out).is_dir():
+        _fail(f"--out {args.out} is a folder; give a file name ending in .json")
     env = make_named(args.env.replace("-", "_"), args.horizon)
     b = 0.0 if isinstance(env, WindyGrid) else env.reward_range[1]  # grids: official b = 0
     seeds = (SEEDS + tuple(range(max(0, args.seeds - len(SEEDS)))))[: args.seeds]
@@ -130,6 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stationary", action="store_true", help="official pooled-over-h bound")
     p.add_argument("--unobserved", choices=("optimistic", "skip"), default="optimistic",
                    help="default: optimistic (valid); skip = the official shortcuts")  # fmt: skip
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        help="valid w.p. >= 1 - delta from finite logs (needs --reward-min)",
+    )
+    p.add_argument("--reward-min", type=float, default=None,
+                   help="smallest possible reward (with --delta)")  # fmt: skip
     p.add_argument("--out", default="phi.npy", help="output .npy, shape (H + 1, S) (phi.npy)")
     p.set_defaults(func=bound)
 

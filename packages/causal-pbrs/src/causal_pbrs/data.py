@@ -49,16 +49,25 @@ class Counts:
         States entered with ``done`` True.
     y_min, y_max : float
         Smallest and largest reward logged.
+    pooled_horizon : int, optional
+        Set on counts summed over the steps of an H-step log (:meth:`pooled`,
+        ``OfflineDataset.counts(pooled=True)``): their one row stands for H steps, which the
+        stationary bound needs and the time-indexed bound refuses.
 
     Raises
     ------
     ValueError
-        If the shapes disagree, a count is negative, a value is NaN or infinite, the counts do
+        If `pooled_horizon` is given for counts with more than one step or is < 1, the shapes
+        disagree, a count is negative, a value is NaN or infinite, the counts do
         not add up (``n_s = n_sa.sum(-1)``, ``n_sa = n_sas.sum(-1) + n_end``, relative
         tolerance 1e-7), ``y_min > y_max``, or `y_sum` lies outside
         ``[y_min · n_sa, y_max · n_sa]`` (the `reward_max` check relies on `y_max`).
     TypeError
         If `y_min` or `y_max` is not a real number.
+
+    Notes
+    -----
+    The arrays are copied and made read-only, so the checks hold for the object's lifetime.
     """
 
     n_s: np.ndarray
@@ -69,6 +78,7 @@ class Counts:
     terminal: np.ndarray
     y_min: float
     y_max: float
+    pooled_horizon: int | None = None
 
     def __post_init__(self):
         n_s = check_array(self.n_s, "n_s", ndim=2, cast=np.float64)
@@ -84,11 +94,18 @@ class Counts:
         for name in ("n_s", "n_sa", "n_end"):
             if (checked[name] < 0).any():
                 raise ValueError(f"`{name}` must be non-negative")
+        checked["terminal"] = check_array(self.terminal, "terminal", shape=(S,), dtype="bool")
         for name, value in checked.items():
+            value = np.array(value)  # a private copy: the caller's array may change later
+            value.setflags(write=False)
             object.__setattr__(self, name, value)
         object.__setattr__(self, "n_sas", _sparse_transitions(self.n_sas, H, S, A))
-        terminal = check_array(self.terminal, "terminal", shape=(S,), dtype="bool")
-        object.__setattr__(self, "terminal", terminal)
+        if self.pooled_horizon is not None:
+            if H != 1:
+                raise ValueError(f"`pooled_horizon` needs counts of one step, these have {H}")
+            object.__setattr__(
+                self, "pooled_horizon", check_int(self.pooled_horizon, "pooled_horizon", low=1)
+            )
         y_min, y_max = check_real(self.y_min, "y_min"), check_real(self.y_max, "y_max")
         if y_min > y_max:
             raise ValueError(f"`y_min` = {y_min} exceeds `y_max` = {y_max}")
@@ -154,8 +171,15 @@ class Counts:
         return self.step_transitions(h).toarray().reshape(S, A, S)
 
     def step_transitions(self, h: int) -> scipy.sparse.csr_array:
-        """The rows of :attr:`n_sas` for step `h`: sparse, shape (S·A, S), row s·A + x."""
+        """The rows of :attr:`n_sas` for step `h`: sparse, shape (S·A, S), row s·A + x.
+
+        Raises
+        ------
+        ValueError
+            If `h` is outside [0, H).
+        """
         H, S, A = self.n_sa.shape
+        h = check_int(h, "h", low=0, high=H - 1)
         return self.n_sas if H == 1 else self.n_sas[h * S * A : (h + 1) * S * A]
 
     def __add__(self, other: Counts) -> Counts:
@@ -166,6 +190,11 @@ class Counts:
                 f"cannot add counts of (H, S, A) {other.n_sa.shape} to counts of (H, S, A) "
                 f"{self.n_sa.shape} (different horizon, states or actions)"
             )
+        if other.pooled_horizon != self.pooled_horizon:
+            raise ValueError(
+                f"cannot add counts pooled over {other.pooled_horizon} steps to counts pooled "
+                f"over {self.pooled_horizon} (None: per-step counts)"
+            )
         return Counts(
             self.n_s + other.n_s,
             self.n_sa + other.n_sa,
@@ -175,11 +204,21 @@ class Counts:
             self.terminal | other.terminal,
             min(self.y_min, other.y_min),
             max(self.y_max, other.y_max),
+            self.pooled_horizon,
         )
 
+    def __radd__(self, other) -> Counts:
+        """``0 + counts`` is ``counts``, so ``sum(list_of_counts)`` works."""
+        if isinstance(other, int) and other == 0:
+            return self
+        return NotImplemented
+
     def pooled(self) -> Counts:
-        """The counts summed over steps h: shape (1, ...) (the stationary, official estimate)."""
-        S, A = self.n_sa.shape[1:]
+        """The counts summed over steps h: shape (1, ...) (the stationary, official estimate),
+        with ``pooled_horizon`` = H (an already pooled Counts is returned as it is)."""
+        if self.pooled_horizon is not None:
+            return self
+        H, S, A = self.n_sa.shape
         coo = self.n_sas.tocoo()
         n_sas = _csr(coo.data, coo.row % (S * A), coo.col, S * A, S)
         return Counts(
@@ -191,6 +230,7 @@ class Counts:
             self.terminal,
             self.y_min,
             self.y_max,
+            H,
         )
 
 
@@ -214,7 +254,10 @@ def _csr(values, rows, cols, n_rows, n_cols) -> scipy.sparse.csr_array:
         keys, sums = keys[sums != 0], sums[sums != 0]
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys // n_cols, minlength=n_rows), out=indptr[1:])
-    return scipy.sparse.csr_array((sums, keys % n_cols, indptr), shape=(n_rows, n_cols))
+    out = scipy.sparse.csr_array((sums, keys % n_cols, indptr), shape=(n_rows, n_cols))
+    for part in (out.data, out.indices, out.indptr):
+        part.setflags(write=False)
+    return out
 
 
 def _sparse_transitions(n_sas, H: int, S: int, A: int) -> scipy.sparse.csr_array:
@@ -237,9 +280,10 @@ def _sparse_transitions(n_sas, H: int, S: int, A: int) -> scipy.sparse.csr_array
             raise ValueError(f"`n_sas` contains NaN or infinity (first at row, column {at})")
         if (values < 0).any():
             raise ValueError("`n_sas` must be non-negative")
-        if csr.has_canonical_format and csr.dtype == np.float64:
-            return csr  # already what _csr builds (e.g. from OfflineDataset.counts)
-        coo = csr.tocoo()
+        ours = csr.dtype == np.float64 and not csr.data.flags.writeable
+        if ours and csr.has_canonical_format:
+            return csr  # read-only: built by _csr (counts, pooled, exact distribution)
+        coo = csr.tocoo()  # a caller's array: rebuilt into a private, read-only copy
         rows, cols, values = coo.row, coo.col, coo.data
     else:
         dense = check_array(n_sas, "n_sas", shape=(H, S, A, S), cast=np.float64)
@@ -370,6 +414,7 @@ class OfflineDataset:
             terminal=count(self.s_next, S, ends) > 0,
             y_min=float(self.y.min()),
             y_max=float(self.y.max()),
+            pooled_horizon=self.horizon if pooled else None,
         )
 
     def episode_starts(self) -> np.ndarray:
