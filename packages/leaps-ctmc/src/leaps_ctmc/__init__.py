@@ -8,7 +8,7 @@ weights, one locally equivariant net pass per step, correct it exactly as the st
 
 from . import exact
 from ._version import __version__
-from .estimators import ess, log_mean_exp, snis, systematic_resample
+from .estimators import bootstrap_log_z, ess, log_mean_exp, pareto_khat, snis, systematic_resample
 from .loss import pinn_loss, pinn_residual
 from .mcmc import metropolis_sweep
 from .nets import (
@@ -20,7 +20,7 @@ from .nets import (
     rates,
 )
 from .paths import GraphIsingPath, IsingPath, PottsPath
-from .sampler import SampleResult, ais, sample, time_grid
+from .sampler import SampleResult, StiffStepWarning, ais, sample, time_grid
 from .train import Trainer
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "sample",
     "ais",
     "SampleResult",
+    "StiffStepWarning",
     "Trainer",
     "pinn_loss",
     "pinn_residual",
@@ -48,6 +49,8 @@ __all__ = [
     "log_mean_exp",
     "snis",
     "systematic_resample",
+    "pareto_khat",
+    "bootstrap_log_z",
     "metropolis_sweep",
     "time_grid",
     "exact",

@@ -32,7 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--beta", type=float, default=None,
                        help="inverse temperature (None: 0.4407 Ising, 1.0010 Potts)")  # fmt: skip
     train.add_argument("--steps", type=int, default=100, help="training steps")
-    train.add_argument("--n-steps", type=int, default=50, help="grid steps")
+    steps = train.add_mutually_exclusive_group()
+    steps.add_argument("--n-steps", type=int, default=None, help="grid steps (default 50)")
+    steps.add_argument(
+        "--dt",
+        type=float,
+        default=None,
+        help="grid step in the official configs' units (1/dt steps)",
+    )
     train.add_argument("--walkers", type=int, default=256, help="rollout walkers")
     train.add_argument("--batch-size", type=int, default=512, help="(x, t) per loss batch")
     train.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate")
@@ -96,8 +103,9 @@ def _train(args) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # fail before, not after, training
     distributed = _start_ranks()
     beta = args.beta if args.beta is not None else (0.4407 if args.model == "ising" else 1.0010)
+    n_steps = 50 if args.n_steps is None and args.dt is None else args.n_steps
     config = {
-        "model": args.model, "L": args.L, "q": args.q, "beta": beta, "n_steps": args.n_steps,
+        "model": args.model, "L": args.L, "q": args.q, "beta": beta,
         "kernel_sizes": list(args.kernel_sizes), "channels": args.channels,
     }  # fmt: skip
     torch.manual_seed(args.seed)  # the same initial nets on every rank
@@ -105,10 +113,11 @@ def _train(args) -> int:
     fnet = FreeEnergyNet()
     trainer = Trainer(
         path, net, fnet, lr=args.lr, n_walkers=args.walkers, batch_size=args.batch_size,
-        n_steps=args.n_steps, curriculum_steps=0, refresh_every=args.refresh_every,
+        n_steps=n_steps, dt=args.dt, curriculum_steps=0, refresh_every=args.refresh_every,
         buffer_size=max(1, 100 // args.refresh_every), seed=args.seed,
         checkpoint_dir=args.checkpoint_dir,
     )  # fmt: skip
+    config["n_steps"] = trainer.n_steps
     trainer.fit(args.steps)
     if trainer.rank == 0:
         torch.save({"config": config, "net": net.state_dict(), "fnet": fnet.state_dict(),
@@ -177,10 +186,14 @@ def _sample(args) -> int:
     ranks = f" x {world} ranks" if world > 1 else ""
     print(f"walkers {args.walkers}{ranks}, steps {res.meta['n_steps']}, MCMC sweeps/step "
           f"{args.mcmc_sweeps}, scheme {args.scheme}")  # fmt: skip
-    print(f"ESS {res.ess:.4f}")
-    print(f"log Z {res.log_z + path.log_z0:.4f} +- {res.log_z_se:.4f}")
+    print(f"ESS {res.ess:.4f}, Pareto k-hat {res.pareto_k:.2f}")
+    low, high = (v + path.log_z0 for v in res.log_z_ci)
+    print(f"log Z {res.log_z + path.log_z0:.4f} +- {res.log_z_se:.4f} (delta method), "
+          f"bootstrap 95% [{low:.4f}, {high:.4f}]")  # fmt: skip
     print(f"exact log Z {reference:.4f}" if reference is not None else "exact log Z n/a")
     print(f"{label} {float(mean):.4f} +- {float(se):.4f}")
+    for problem in res.problems():
+        print(f"do not trust the above: {problem}")
     return 0
 
 

@@ -13,18 +13,32 @@ Axis letters: M walkers, S site shape, q states.
 """
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import torch
 
 from icml25_core import check_choice, check_scalar
 
-from .estimators import ess, log_mean_exp, systematic_resample
+from .estimators import bootstrap_log_z, ess, log_mean_exp, pareto_khat, systematic_resample
 from .mcmc import metropolis_sweep
 from .nets import check_net_fits, corrector, rates
 from .paths import _Path, check_generator
 
-__all__ = ["time_grid", "SampleResult", "sample", "ais"]
+__all__ = ["time_grid", "SampleResult", "StiffStepWarning", "sample", "ais"]
+
+# A step is stiff when h times a walker's total exit rate exceeds 1: the Euler jump probability
+# min(1, h * rate) is then clamped, and tau-leaping's per-site probability too (Ising).
+STIFF = 1.0
+
+
+class StiffStepWarning(RuntimeWarning):
+    """h times a walker's exit rate exceeded 1 at some step: the jump probability was clamped.
+
+    The Jarzynski weights stay those of the discretised process, whose E[e^A] then differs from
+    Z_1 / Z_0 by far more than O(h), and the ESS and standard error can look confident while the
+    estimate is wrong (issue 30). Use more steps (the message says how many) or fewer rates.
+    """
 
 
 def time_grid(n_steps=None, *, dt=None, grid="uniform") -> torch.Tensor:
@@ -89,10 +103,21 @@ class SampleResult:
     log_z : float
         Estimate of log Z_1 / Z_0.
     log_z_se : float
-        Delta-method standard error of `log_z`, std(w) / (sqrt(M) mean(w)).
+        Delta-method standard error of `log_z`, std(w) / (sqrt(M) mean(w)). Trust it only
+        when `pareto_k` <= 0.7 and no step was stiff.
+    pareto_k : float
+        Pareto k̂ of the weights' right tail (PSIS, Vehtari et al. 2024, through arviz-stats):
+        k̂ <= 0.5 good, <= 0.7 usable with care, above 0.7 the variance of the weights is not
+        estimable from M walkers: do not trust `ess`, `log_z_se` or `log_z_ci`.
+    log_z_ci : (float, float)
+        95 % percentile bootstrap interval of `log_z` (1000 resamples of the walkers).
     meta : dict
         Provenance: scheme, n_steps, grid, mcmc_sweeps, resample_threshold, n_resamples,
-        energy_evals (neighbour-Delta-U / energy passes per walker), net_evals, seed, world_size.
+        energy_evals (neighbour-Delta-U / energy passes per walker), net_evals, seed, world_size;
+        stiffness per step (lists of length horizon, 0 for AIS): ``max_h_rate`` (largest h x
+        total exit rate over the walkers; Ising tau-leaping: over sites) and
+        ``clamped_fraction`` (walkers whose jump probability was clamped at 1, or whose
+        h x rate exceeded 1 for Potts tau-leaping).
     trajectory : list of (Tensor, Tensor) or None
         With ``keep_trajectory=True``: (t [M], x [M, *S]) at each left grid point.
     """
@@ -102,8 +127,42 @@ class SampleResult:
     ess: float
     log_z: float
     log_z_se: float
+    pareto_k: float = math.nan
+    log_z_ci: tuple[float, float] = (math.nan, math.nan)
     meta: dict = field(default_factory=dict)
     trajectory: list | None = None
+
+    def problems(self) -> list[str]:
+        """Why `log_z`, `log_z_se` and `ess` may not be trusted; empty when no check fails.
+
+        Checks: a stiff step (h x exit rate > 1, see :class:`StiffStepWarning`); Pareto
+        k̂ > 0.7, or fewer walkers than 10^{1 / (1 - k̂)}, the minimum sample size of
+        Vehtari et al. (2024, Sec. 3.2), or k̂ not computable while ESS < 0.99; fewer than 100
+        effective
+        walkers M x ESS (our rule: the delta-method s.e. is itself estimated from the few
+        walkers that carry the weight). Each can fail while another passes: with one walker
+        far above all others k̂ may even come out negative, so read them together.
+        """
+        found = []
+        stiff = [f for f in self.meta.get("clamped_fraction", []) if f > 0]
+        if stiff:
+            found.append(
+                f"stiff: h x exit rate > 1 at {len(stiff)} steps (max "
+                f"{max(self.meta['max_h_rate']):.3g}); the weights are those of the "
+                "discretised process"
+            )
+        M = self.log_w.numel() * self.meta.get("world_size", 1)
+        k = self.pareto_k
+        if math.isnan(k) and self.ess < 0.99:
+            found.append("pareto_k: not computable (the largest weights are all equal)")
+        elif k > 0.7 or (k < 1 and 10 ** (1 / (1 - k)) > M):
+            found.append(f"pareto_k: k̂ = {k:.2f} (> 0.7 or M below 10^(1/(1-k̂))): heavy tail")
+        if M * self.ess < 100:
+            found.append(
+                f"ess: {M * self.ess:.1f} effective walkers of {M} (< 100): the standard "
+                "error is unreliable"
+            )
+        return found
 
 
 def _gather(log_w: torch.Tensor) -> torch.Tensor:
@@ -122,21 +181,29 @@ def _log_z_se(log_w: torch.Tensor) -> float:
 
 
 def _jump(path, x, out_rate, h, scheme, generator):
-    """One CTMC step from out-rates [M, *S] (Ising) or [M, q, *S] (Potts)."""
+    """One CTMC step from out-rates [M, *S] (Ising) or [M, q, *S] (Potts).
+
+    Returns the new states, the largest h x rate and the fraction of walkers for which it
+    exceeded 1 (the clamp of the jump probability; see :data:`STIFF`)."""
     M = x.shape[0]
     if scheme == "tau_leap":
         u = torch.rand(x.shape, generator=generator, dtype=torch.float64)
         if path.spin:  # each site flips independently w.p. clip(h * rate, 0, 1) (code)
-            return torch.where(u < (h * out_rate).clamp(0, 1), -x, x)
+            h_rate = h * out_rate
+            stiff = (h_rate > STIFF).reshape(M, -1).any(1)
+            return torch.where(u < h_rate.clamp(0, 1), -x, x), float(h_rate.max()), stiff
         total = out_rate.sum(1)  # a site moves w.p. 1 - exp(-h sum_tau rate); tau ~ rate
         move = u < -torch.expm1(-h * total)
         probs = out_rate.movedim(1, -1).reshape(-1, path.q)
         probs = torch.where(probs.sum(1, keepdim=True) > 0, probs, 1.0)
         tau = torch.multinomial(probs, 1, generator=generator).reshape(x.shape)
-        return torch.where(move, tau, x)
+        h_rate = h * total
+        stiff = (h_rate > STIFF).reshape(M, -1).any(1)
+        return torch.where(move, tau, x), float(h_rate.max()), stiff
     flat = out_rate.reshape(M, -1)  # euler: one jump w.p. min(1, h * total rate), move ~ rate
     total = flat.sum(1)
-    move = torch.rand(M, generator=generator, dtype=torch.float64) < (h * total).clamp(max=1)
+    h_rate = h * total
+    move = torch.rand(M, generator=generator, dtype=torch.float64) < h_rate.clamp(max=1)
     probs = torch.where(total[:, None] > 0, flat, 1.0)
     choice = torch.multinomial(probs, 1, generator=generator)[:, 0]
     n = path.n_sites
@@ -147,7 +214,23 @@ def _jump(path, x, out_rate, h, scheme, generator):
         xf[rows, site[move]] = -xf[rows, site[move]]
     else:
         xf[rows, site[move]] = tau[move]
-    return xf.reshape(x.shape)
+    return xf.reshape(x.shape), float(h_rate.max()), h_rate > STIFF
+
+
+def _warn_if_stiff(max_h_rate, clamped, n_steps, scheme):
+    stiff = [k for k, f in enumerate(clamped) if f > 0]
+    if not stiff:
+        return
+    worst = max(max_h_rate)
+    warnings.warn(
+        f"LEAPS sampler ({scheme}): h x exit rate exceeded 1 at {len(stiff)} of {len(clamped)} "
+        f"steps (max {worst:.3g}, up to {100 * max(clamped):.1f} % of walkers), so the jump "
+        "probability was clamped and log Z, ESS and their errors describe the discretised "
+        f"process, not rho_1; use n_steps >= {math.ceil(n_steps * worst)} (same grid) so that "
+        "h x rate <= 1 everywhere",
+        StiffStepWarning,
+        stacklevel=3,
+    )
 
 
 def sample(
@@ -200,6 +283,14 @@ def sample(
     Returns
     -------
     SampleResult
+        With the weights' diagnostics: ``pareto_k``, ``log_z_ci`` and the per-step
+        stiffness in ``meta`` (read them before ``ess`` and ``log_z_se``).
+
+    Warns
+    -----
+    StiffStepWarning
+        When h x a walker's exit rate exceeded 1 at some step (the jump probability was
+        clamped); the message gives the n_steps that avoids it.
 
     Raises
     ------
@@ -240,6 +331,7 @@ def sample(
             raise ValueError(f"`x0` must hold {n_walkers} walkers, got {x.shape[0]}")
     log_w = torch.zeros(n_walkers, dtype=torch.float64)
     offset, n_resamples, energy_evals = 0.0, 0, 0
+    max_h_rate, clamped = [0.0] * horizon, [0.0] * horizon
     trajectory: list | None = [] if keep_trajectory else None
     colors = int(path.coloring().max()) + 1 if mcmc_sweeps else 0
     param = next(net.parameters(), None) if net is not None else None
@@ -261,7 +353,8 @@ def sample(
                 delta = path.neighbor_delta(x, tt.to(x.dtype) if path.spin else tt)
                 energy_evals += 1
                 g = g - corrector(G, x, delta.to(torch.float64))
-                x = _jump(path, x, rates(G, x)[0], h, scheme, generator)
+                x, max_h_rate[k], stiff = _jump(path, x, rates(G, x)[0], h, scheme, generator)
+                clamped[k] = float(stiff.to(torch.float64).mean())
             log_w = log_w + h * g
             if resample_threshold is not None and ess(log_w) <= resample_threshold:
                 offset += log_mean_exp(log_w)
@@ -280,13 +373,17 @@ def sample(
         "net_evals": horizon if net is not None else 0,
         "seed": generator.initial_seed() if generator is not None else None,
         "n_walkers": n_walkers, "world_size": world,
+        "max_h_rate": max_h_rate, "clamped_fraction": clamped,
     }  # fmt: skip
+    _warn_if_stiff(max_h_rate, clamped, n_steps, scheme)
     return SampleResult(
         x=x,
         log_w=log_w,
         ess=ess(everyone),
         log_z=log_mean_exp(everyone),
         log_z_se=_log_z_se(everyone),
+        pareto_k=pareto_khat(everyone),
+        log_z_ci=bootstrap_log_z(everyone, generator=generator),
         meta=meta,
         trajectory=trajectory,
     )

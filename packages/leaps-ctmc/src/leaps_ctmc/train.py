@@ -25,6 +25,23 @@ from .sampler import sample, time_grid
 __all__ = ["Trainer"]
 
 
+def _steps_of(n_steps, dt) -> int:
+    """n_steps from `n_steps` or `dt` (default 125, the official dt = 0.008)."""
+    if n_steps is not None and dt is not None:
+        raise ValueError("give `n_steps` or `dt`, not both")
+    if dt is None:
+        return 125 if n_steps is None else n_steps
+    dt = float(check_scalar(dt, "dt", low=0.0, high=1.0, inclusive="right"))
+    steps = round(1.0 / dt)
+    if abs(steps * dt - 1.0) > 1e-9:
+        low, high = math.floor(1 / dt), math.ceil(1 / dt)
+        raise ValueError(
+            f"`dt` = {dt} does not divide 1 (1 / dt = {1 / dt:.4g}); use dt = 1/{low} or "
+            f"1/{high}, or pass n_steps"
+        )
+    return steps
+
+
 def _dist():
     d = torch.distributed
     return d if d.is_available() and d.is_initialized() else None
@@ -48,8 +65,13 @@ class Trainer:
         Walkers per training rollout (official code).
     batch_size : int, default=400
         (x, t) pairs per loss batch, drawn uniformly from the buffer (official code).
-    n_steps : int, default=125
-        Grid steps of a rollout (dt = 0.008, official code).
+    n_steps : int, optional
+        Grid steps of a rollout; default 125 (dt = 0.008, official code). Give `n_steps` or
+        `dt`, not both.
+    dt : float, optional
+        The step in the official configurations' units: n_steps = 1 / dt, which must be a
+        whole number (within 1e-9; dt = 0.008 -> 125). A dt that does not divide 1 is
+        refused rather than rounded (the official ``int(1 / dt)`` stops short of t = 1).
     grid : {"uniform", "exp"} or callable, default="uniform"
     curriculum_steps : int, default=20000
         Steps over which the rollout horizon grows quadratically: after s steps it is
@@ -89,10 +111,11 @@ class Trainer:
     """
 
     def __init__(self, path, net, fnet, *, lr=3e-4, lr_gamma=0.995, lr_step=1000, n_walkers=200,
-                 batch_size=400, n_steps=125, grid="uniform", curriculum_steps=20000,
+                 batch_size=400, n_steps=None, dt=None, grid="uniform", curriculum_steps=20000,
                  warmup_steps=0, buffer_size=100, refresh_every=100, mcmc_sweeps=1,
                  scheme="euler", seed=0, checkpoint_dir=None, checkpoint_every=100):  # fmt: skip
         check_scalar(lr, "lr", low=0.0, inclusive="neither")
+        n_steps = _steps_of(n_steps, dt)
         check_scalar(lr_gamma, "lr_gamma", low=0.0, high=1.0, inclusive="right")
         for name, value, low in [
             ("lr_step", lr_step, 1), ("n_walkers", n_walkers, 1), ("batch_size", batch_size, 1),
