@@ -127,6 +127,8 @@ def test_tile_library_nearest_and_builders_reject_bad_input():
         (np.zeros((2, 1000), dtype=np.int64), TypeError),
         (np.ones((2, 10)) / 10, ValueError),
         (np.ones((2, 999)) / 999, ValueError),
+        (np.full((2, 1000), 0.5), ValueError),  # rows summing to 500: not probabilities
+        (np.eye(2, 1000) * 2 - np.eye(2, 1000, 1), ValueError),  # sums 1, a negative entry
     ],
 )
 def test_aggregate_and_predict_reject_bad_probs(probs, error):
@@ -144,7 +146,9 @@ def test_mappings_and_head_reject_bad_input():
     with pytest.raises(TypeError, match="mapping"):
         superclass_matrix({})
     with pytest.raises(TypeError, match="model"):
-        SuperclassHead(lambda x: x, normalize=None)
+        SuperclassHead("efficientnet", normalize=None)
+    with pytest.raises(ValueError, match="outputs"):
+        SuperclassHead(torch.nn.Identity(), normalize=None, outputs="softmax")
     for normalize in ("cifar", ((0, 0), (1, 1, 1)), ((0, 0, 0), (1, 0, 1))):
         with pytest.raises(ValueError, match="normalize"):
             SuperclassHead(torch.nn.Identity(), normalize=normalize)
@@ -162,6 +166,11 @@ def test_evaluate_rejects_bad_input(tmp_path):
         evaluate(model, tmp_path, normalize=None, levels=[0])
     with pytest.raises(ValueError, match="name"):
         evaluate(model, tmp_path, normalize=None, distortions=["fog"])
+    with pytest.raises(ValueError, match="outputs"):
+        evaluate(model, tmp_path, normalize=None, outputs="log_probs")
+    for confidence in (0, 1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="confidence"):
+            evaluate(model, tmp_path, normalize=None, confidence=confidence)
 
 
 def test_build_rejects_bad_input(tmp_path, tiles):

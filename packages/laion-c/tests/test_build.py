@@ -1,6 +1,7 @@
 """Spec §5.8: the builder writes the same bytes with 1 or 2 workers and after a real kill +
 resume (nothing redone); shard union = the full run; parameters are guarded by the manifest."""
 
+import io
 import os
 import signal
 import subprocess
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from laion_c import build_dataset, save_tiles
+from laion_c import DISTORTIONS, LEVELS, build_dataset, corrupt, save_tiles
+from laion_c.build import image_seed
 from PIL import Image
 
 NAMES = [
@@ -112,3 +114,29 @@ def test_seeds_differ_per_image_and_cell(src, tmp_path, tiles):
     )
     b = np.asarray(Image.open(next((tmp_path / "other").rglob("img0_*.JPEG"))))
     assert (a != b).any()
+
+
+def test_bytes_equal_the_jpeg_of_corrupt_for_every_cell(src, tmp_path, tiles):
+    """The builder preprocesses once per size; each file must still be corrupt()'s image,
+    encoded with the official JPEG settings (q=100, no chroma subsampling)."""
+    out = tmp_path / "out"
+    build_dataset(src, out, tiles=tiles, seed=4)
+    rel = Path("fish") / "img0.png"
+    with Image.open(src / rel) as image:
+        photo = image.convert("RGB")
+    for name in DISTORTIONS:
+        for level in LEVELS:
+            rng = np.random.default_rng(image_seed(4, rel, name, level))
+            buffer = io.BytesIO()
+            corrupt(photo, name, level, rng=rng, tiles=tiles).save(
+                buffer, format="JPEG", quality=100, subsampling=0
+            )
+            path = out / name / f"intensity_level_{level}" / "fish" / f"img0_{name}_{level}.JPEG"
+            assert path.read_bytes() == buffer.getvalue(), (name, level)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_unreadable_source_is_named(src, tmp_path, workers):
+    (src / "cat" / "broken.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match=r"broken\.png"):
+        build_dataset(src, tmp_path / "out", distortions=["glitched"], levels=[1], workers=workers)

@@ -90,3 +90,67 @@ def test_eval_rejects_an_unusable_device_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "device" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["distort", "eval"])
+def test_an_unreadable_image_is_one_line_naming_the_file(command, tmp_path, capsys):
+    if command == "distort":
+        (tmp_path / "broken.jpg").write_bytes(b"not a jpeg")
+        argv = ["distort", str(tmp_path / "broken.jpg"), str(tmp_path / "o.png")]
+        argv += ["--distortion", "glitched", "--level", "1"]
+    else:
+        cell = tmp_path / "glitched" / "intensity_level_1" / "cat"
+        cell.mkdir(parents=True)
+        (cell / "broken.jpg").write_bytes(b"not a jpeg")
+        argv = ["eval", str(tmp_path), "--normalize", "none", "--model", "torch.nn:Identity"]
+        argv += ["--distortions", "glitched", "--levels", "1"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"laion-c {command}: error:")
+    assert "broken.jpg" in err
+
+
+@pytest.mark.parametrize("command", ["distort", "tiles", "build"])
+def test_a_negative_seed_names_the_option(command, capsys):
+    argv = {
+        "distort": ["distort", "a.jpg", "b.jpg", "--distortion", "glitched", "--level", "1"],
+        "tiles": ["tiles", "src", "t.npz"],
+        "build": ["build", "src", "out"],
+    }[command]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--seed", "-3"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --seed: must be an int >= 0, got -3" in err
+    assert "rng" not in err
+
+
+@pytest.mark.parametrize(
+    "value", ["1,2:3", "imagnet", "0.5,0.5,0.5", "a,b,c:1,1,1", "0,0,0:1,0,1", "0,0,0:1,1,nan"]
+)
+def test_a_malformed_normalize_says_what_it_expects(value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "root", "--normalize", value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --normalize: expects imagenet, none or m1,m2,m3:s1,s2,s3" in err
+    assert repr(value) in err
+
+
+def test_eval_prints_intervals_and_the_published_rows(tmp_path, capsys, monkeypatch):
+    (tmp_path / "uniform_model.py").write_text(
+        "import torch\n\n\ndef make():\n"
+        "    return lambda x: torch.full((len(x), 1000), 1 / 1000)  # probabilities\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cell = tmp_path / "data" / "glitched" / "intensity_level_1" / "cat"
+    cell.mkdir(parents=True)
+    Image.fromarray(np.full((40, 40, 3), 200, np.uint8)).save(cell / "a.png")
+    argv = ["eval", str(tmp_path / "data"), "--normalize", "none", "--outputs", "probs"]
+    argv += ["--model", "uniform_model:make", "--distortions", "glitched", "--levels", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    # all superclass scores tie -> fish (the first): 0 of 1 right; Wilson upper z^2 / (1 + z^2)
+    z2 = 1.959963984540054**2
+    assert f"| glitched | 0.0 [0.0, {100 * z2 / (1 + z2):.1f}] |" in out
+    assert "| Best Human Observer | human | 55.2 |" in out

@@ -1,10 +1,11 @@
 """Spec §5.7: the evaluator on a synthetic official-layout folder gives hand-computed
-accuracies; normalize=None feeds [0, 1] tensors; errors list missing cells / unknown folders."""
+accuracies; normalize=None feeds [0, 1] tensors; errors list missing cells / unknown folders.
+Issue 33.3: any callable, returning logits or probabilities (``outputs=``), is scored alike."""
 
 import numpy as np
 import pytest
 import torch
-from laion_c import SUPERCLASSES, evaluate
+from laion_c import SUPERCLASSES, SuperclassHead, aggregate, evaluate
 from laion_c.evaluate import Results
 from PIL import Image
 
@@ -57,7 +58,7 @@ def test_accuracies_are_the_hand_computed_ones(root):
     csv = results.to_csv().splitlines()
     assert csv[0] == "model,augmentation,intensity_level,accuracy"
     assert csv[1] == "model,mosaic,1,0.750000"
-    assert "| mosaic | 75.0 | 0.0 | 37.5 |" in results.to_markdown()
+    assert "| mosaic | 75.0 [" in results.to_markdown()
 
 
 def test_normalize_none_passes_unit_range_images(root):
@@ -96,3 +97,45 @@ def test_unknown_superclass_folder_is_named(root):
 def test_results_level_means():
     results = Results.from_counts({("a", 1): (1, 2), ("b", 1): (1, 1), ("a", 2): (0, 3)})
     assert results.level_means() == {1: 0.75, 2: 0.0}
+
+
+def brightness_probs(x):
+    """A plain function (no nn.Module) returning probabilities: 0.9 on cat (bright) or fish
+    (dark), the rest spread evenly, so rows sum to 1."""
+    bright = x.mean(dim=(1, 2, 3)) > 0.5
+    probs = torch.full((len(x), 1000), 0.1 / 999)
+    probs[bright, CAT] = 0.9
+    probs[~bright, FISH] = 0.9
+    return probs
+
+
+def test_a_plain_callable_returning_probabilities_is_scored_as_the_module(root):
+    kwargs = dict(normalize=None, distortions=["mosaic"], levels=[1, 2])
+    results = evaluate(brightness_probs, root, outputs="probs", **kwargs)
+    assert results.counts == {("mosaic", 1): (3, 4), ("mosaic", 2): (0, 2)}
+    as_numpy = evaluate(lambda x: brightness_probs(x).numpy(), root, outputs="probs", **kwargs)
+    assert as_numpy.counts == results.counts
+    logits = evaluate(lambda x: Brightness()(x), root, **kwargs)  # a callable returning logits
+    assert logits.counts == results.counts
+
+
+def test_head_with_probs_equals_aggregate():
+    x = torch.rand(3, 3, 8, 8)
+    head = SuperclassHead(brightness_probs, normalize=None, outputs="probs")
+    expected = aggregate(brightness_probs(x).double().numpy())
+    np.testing.assert_allclose(head(x).double().numpy(), expected, rtol=1e-6)
+
+
+def test_logits_given_as_probabilities_raise_naming_outputs(root):
+    with pytest.raises(ValueError, match=r"outputs='probs'.*negative"):
+        evaluate(
+            Brightness(), root, normalize=None, outputs="probs", distortions="glitched", levels=1
+        )
+    doubled = lambda x: 2 * brightness_probs(x)  # noqa: E731 - rows summing to 2
+    with pytest.raises(ValueError, match=r"`model` output .*sum to 1"):
+        evaluate(doubled, root, normalize=None, outputs="probs", distortions="glitched", levels=1)
+
+
+def test_probabilities_given_as_logits_warn(root):
+    with pytest.warns(UserWarning, match="outputs='probs'"):
+        evaluate(brightness_probs, root, normalize=None, distortions="glitched", levels=1)

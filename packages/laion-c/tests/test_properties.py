@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from laion_c import PARAMS, aggregate, distort, predict, superclass_matrix
+from laion_c import PARAMS, aggregate, distort, predict, superclass_matrix, wilson_interval
 from laion_c.functional import checker_offsets, line_columns, mosaic_colors
 from laion_c.params import CHECKER_SIZE
 
@@ -104,3 +104,13 @@ def test_superclass_scores_are_member_means_and_ignore_member_order(p, data):
     np.testing.assert_allclose(aggregate(swapped), scores, rtol=1e-12)
     predicted = predict(p)
     assert ((predicted >= 0) & (predicted < matrix.shape[1])).all()
+
+
+@given(st.integers(1, 10_000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_wilson_interval_holds_the_estimate_and_widens_with_the_confidence(counts):
+    """The Wilson interval lies in [0, 1], contains ``c / n`` and is nested: a higher confidence
+    gives a wider interval (Wilson 1927)."""
+    correct, total = counts
+    low90, high90 = wilson_interval(correct, total, confidence=0.9)
+    low99, high99 = wilson_interval(correct, total, confidence=0.99)
+    assert 0 <= low99 <= low90 <= correct / total <= high90 <= high99 <= 1

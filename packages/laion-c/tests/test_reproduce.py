@@ -7,6 +7,8 @@ from laion_c.evaluate import Results
 
 
 def fake_measure(accuracy_of_level, clean, tiles):
+    """`measure` replaced: 100 images per cell at the given accuracies; clean (correct, total)."""
+
     def measure(out, *, full=False, root=None):
         counts = {
             (n, k): (round(100 * accuracy_of_level(k)), 100) for n in DISTORTIONS for k in LEVELS
@@ -17,18 +19,26 @@ def fake_measure(accuracy_of_level, clean, tiles):
 
 
 def test_collapse_is_reproduced_when_accuracy_collapses(monkeypatch, tmp_path, tiles):
-    monkeypatch.setattr(reproduce, "measure", fake_measure(lambda k: 0.5 / k, 1.0, tiles))
+    monkeypatch.setattr(reproduce, "measure", fake_measure(lambda k: 0.5 / k, (9, 9), tiles))
     report = reproduce.run(out=tmp_path)
     verdicts = [c.verdict.value for c in report.claims]
     assert verdicts == ["reproduced"] * 4
     assert (tmp_path / "laion-c_levels.png").stat().st_size > 0
     assert (tmp_path / "laion-c_grid.png").stat().st_size > 0
     md, _js = report.write(tmp_path)
-    assert "| level mean |" in md.read_text()
+    text = md.read_text()
+    assert "| level mean |" in text
+    # 9 of 9 clean: Wilson lower bound n / (n + z^2) (closed form at p = 1)
+    z2 = 1.959963984540054**2
+    assert f"1.000 [{9 / (9 + z2):.3f}, 1.000]" in report.claims[0].measured_value
+    assert "| mosaic | 50.0 [" in text  # cells carry their intervals
+    assert "| Best Human Observer | human | 55.2 |" in text
 
 
 def test_no_collapse_is_reported_honestly(monkeypatch, tmp_path, tiles):
-    monkeypatch.setattr(reproduce, "measure", fake_measure(lambda k: 0.3 + 0.1 * k, 0.9, tiles))
+    monkeypatch.setattr(
+        reproduce, "measure", fake_measure(lambda k: 0.3 + 0.1 * k, (90, 100), tiles)
+    )
     report = reproduce.run(out=tmp_path)
     verdicts = {c.claim: c.verdict.value for c in report.claims}
     expected = ["reproduced", "not reproduced at this scale", "not reproduced at this scale"]

@@ -39,10 +39,13 @@ def test_aggregate_equals_dict_loop_on_random_rows():
 
 
 def test_ties_go_to_the_first_superclass():
+    # dyadic values, rows summing to 1: sums and means are exact
     probs = np.zeros((2, 1000))
-    probs[0, SUPERCLASSES["fruit"]] = 0.125  # dyadic values: sums and means are exact
-    probs[0, SUPERCLASSES["cat"]] = 0.125  # equal means: cat comes before fruit
+    probs[0, SUPERCLASSES["fruit"]] = 2.0**-4
+    probs[0, SUPERCLASSES["cat"]] = 2.0**-4  # equal means: cat comes before fruit
+    probs[0, 5] = 0.25  # class 5 belongs to no superclass
     probs[1] = 2.0**-10  # all equal: fish
+    probs[1, 5] += 24 * 2.0**-10
     _scores, preds = dict_loop(probs)
     np.testing.assert_array_equal(predict(probs), preds)
     assert list(predict(probs)) == [list(SUPERCLASSES).index("cat"), 0]

@@ -15,7 +15,8 @@ def strength(photos, tiles, name, level):
         clean = np.asarray(preprocess(photo, name, level))
         for seed in range(2):
             out = distort(clean, name, level, rng=seed, tiles=tiles)
-            values.append(np.abs(out.astype(float) - clean).mean())
+            m = (clean.shape[0] - out.shape[0]) // 2  # mosaic level 2 crops 252 -> 224
+            values.append(np.abs(out.astype(float) - clean[m : m + 224, m : m + 224]).mean())
     return float(np.mean(values))
 
 

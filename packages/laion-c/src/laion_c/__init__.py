@@ -20,6 +20,7 @@ from .functional import (
     vertical_lines,
 )
 from .params import ALIASES, DISTORTIONS, LEVELS, PARAMS
+from .reference import Reference, compare_markdown, reference_accuracies
 from .superclass import SUPERCLASSES, SuperclassHead, aggregate, predict, superclass_matrix
 from .tiles import TileLibrary, build_tiles, load_tiles, save_tiles
 from .transforms import (
@@ -32,6 +33,7 @@ from .transforms import (
     Stickers,
     VerticalLines,
 )
+from .uncertainty import mean_interval, wilson_interval
 
 __all__ = [
     "__version__",
@@ -47,6 +49,12 @@ __all__ = [
     "luminance_checkerboard",
     "evaluate",
     "Results",
+    "wilson_interval",
+    "mean_interval",
+    # the published accuracies, for comparison
+    "reference_accuracies",
+    "compare_markdown",
+    "Reference",
     "build_dataset",
     # transforms
     "LaionC",

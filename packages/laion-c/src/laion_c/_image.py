@@ -50,10 +50,24 @@ def center_crop(image: Image.Image, size: int) -> Image.Image:
     return image.crop((left, top, left + size, top + size))
 
 
-def crop_array(array: np.ndarray, size: int) -> np.ndarray:
-    """torchvision ``CenterCrop(size)`` on an ``(H, W, 3)`` array (same offsets as the PIL one)."""
-    top, left = crop_box(array.shape[0], array.shape[1], size)
-    return array[top : top + size, left : left + size]
+def read_rgb(path, name: str = "path") -> Image.Image:
+    """The image file `path`, decoded and converted to RGB.
+
+    Raises
+    ------
+    FileNotFoundError
+        If `path` does not exist.
+    ValueError
+        If Pillow cannot read it as an image (truncated, not an image); the message names
+        `name` and the file.
+    """
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except FileNotFoundError:
+        raise
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        raise ValueError(f"`{name}`: {path} is not an image Pillow can read ({error})") from None
 
 
 def _torch():

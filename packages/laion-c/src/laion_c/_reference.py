@@ -12,7 +12,7 @@ import math
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .params import CHECKER_SIZE, PARAMS, STICKER_SIZE
+from .params import CHECKER_SIZE, PARAMS, STICKER_SIZE, crop_margin
 
 
 def vertical_lines(array: np.ndarray, level: int) -> np.ndarray:
@@ -105,8 +105,9 @@ def luminance_checkerboard(array, level: int, rs: np.random.RandomState) -> np.n
 
 
 def mosaic(array: np.ndarray, level: int, tiles: np.ndarray) -> np.ndarray:
-    """Loop version of :func:`laion_c.functional.mosaic`: brute-force nearest key per block."""
-    t = PARAMS["mosaic"][level]
+    """Loop version of :func:`laion_c.functional.mosaic`: brute-force nearest key per block,
+    then the official final crop (14 px per side at level 2, t = 6)."""
+    t, margin = PARAMS["mosaic"][level], crop_margin("mosaic", level)
     h, w = array.shape[:2]
     small = np.asarray(Image.fromarray(array).resize((w // t, h // t), Image.Resampling.BICUBIC))
     keys = (tiles.astype(np.float32) / np.float32(255)).astype(np.float64).mean(axis=(1, 2))
@@ -116,4 +117,4 @@ def mosaic(array: np.ndarray, level: int, tiles: np.ndarray) -> np.ndarray:
             color = (small[by, bx].astype(np.float32) / np.float32(255)).astype(np.float64)
             best = int(np.argmin(((keys - color) ** 2).sum(axis=1)))
             out[by * t : (by + 1) * t, bx * t : (bx + 1) * t] = tiles[best]
-    return out
+    return out[margin : h - margin, margin : w - margin]

@@ -11,6 +11,7 @@ model on a LAION-C folder, and reproduce the paper's headline claim.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from icml25_core import end_process
@@ -18,6 +19,7 @@ from icml25_core.cli import add_reproduce_command, console_parser
 
 from ._version import __version__
 from .params import ALIASES, DISTORTIONS, LEVELS
+from .superclass import OUTPUTS
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -30,17 +32,31 @@ def _shard(text: str) -> tuple[int, int]:
     return index, count
 
 
+def _seed(text: str) -> int:
+    """argparse type of ``--seed``: an int >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {value}")
+    return value
+
+
+_NORMALIZE_FORM = "imagenet, none or m1,m2,m3:s1,s2,s3 (3 means, 3 stds > 0)"
+
+
 def _normalize(text: str):
-    if text == "imagenet":
-        return "imagenet"
-    if text == "none":
-        return None
+    """argparse type of ``--normalize``: "imagenet", "none" or ``m1,m2,m3:s1,s2,s3``."""
+    if text in ("imagenet", "none"):
+        return None if text == "none" else text
     try:
         mean, std = ([float(v) for v in part.split(",")] for part in text.split(":"))
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            "--normalize must be imagenet, none or m1,m2,m3:s1,s2,s3"
-        ) from None
+        mean = std = []
+    finite = all(math.isfinite(v) for v in [*mean, *std])
+    if len(mean) != 3 or len(std) != 3 or not finite or min(std) <= 0:
+        raise argparse.ArgumentTypeError(f"expects {_NORMALIZE_FORM}, got {text!r}")
     return mean, std
 
 
@@ -79,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     distort.add_argument("--level", required=True, type=int, choices=LEVELS)
     distort.add_argument("--tiles", help="tile file from `laion-c tiles` (mosaic, stickers)")
     distort.add_argument(
-        "--seed", type=int, default=0, help="seed of the random distortions (default: 0)"
+        "--seed", type=_seed, default=0, help="seed of the random distortions (default: 0)"
     )
 
     tiles = commands.add_parser("tiles", help="build tile libraries from a folder of photos")
@@ -93,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--crops-per-image", type=int, default=0,
         help="seeded random crops per photo on top of the whole photo (default: 0)",
     )  # fmt: skip
-    tiles.add_argument("--seed", type=int, default=0, help="seed of the crops (default: 0)")
+    tiles.add_argument("--seed", type=_seed, default=0, help="seed of the crops (default: 0)")
 
     build = commands.add_parser("build", help="write a corrupted copy of an image folder")
     build.add_argument("src", help="folder of source images (sub-folders are mirrored)")
@@ -101,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--tiles", help="tile file from `laion-c tiles` (mosaic, stickers)")
     build.add_argument("--workers", type=int, default=1, help="processes (default: 1)")
     build.add_argument(
-        "--seed", type=int, default=0, help="seed of the per-image seeds (default: 0)"
+        "--seed", type=_seed, default=0, help="seed of the per-image seeds (default: 0)"
     )
     build.add_argument(
         "--shard", type=_shard, default=(0, 1), help="i/n: this task's share (default: 0/1)"
@@ -118,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--normalize", required=True, type=_normalize,
         help="imagenet, none (official: raw [0, 1]) or m1,m2,m3:s1,s2,s3",
+    )  # fmt: skip
+    evaluate.add_argument(
+        "--outputs", choices=OUTPUTS, default="logits",
+        help="what the model returns (default: logits)",
     )  # fmt: skip
     evaluate.add_argument(
         "--batch-size", type=int, default=32, help="images per batch (default: 32)"
@@ -144,8 +164,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code = _run(args)
-    except (ValueError, TypeError, RuntimeError, FileNotFoundError, ImportError) as error:
-        print(f"laion-c {args.command}: error: {error}", file=sys.stderr)
+    except (ValueError, TypeError, RuntimeError, OSError, ImportError) as error:
+        print(f"laion-c {args.command}: error: {_one_line(error)}", file=sys.stderr)
         code = 1
     torch = sys.modules.get("torch")
     if (
@@ -158,16 +178,22 @@ def main(argv=None) -> int:
     return code
 
 
+def _one_line(error: BaseException) -> str:
+    """The error's message on one line. An error raised in a DataLoader worker carries the
+    worker's traceback in its message; its last line is the original error."""
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else type(error).__name__
+
+
 def _run(args) -> int:
     if args.command == "distort":
-        from PIL import Image
-
+        from ._image import read_rgb
         from .functional import corrupt
         from .tiles import load_tiles
 
         tiles = load_tiles(args.tiles) if args.tiles else None
-        with Image.open(args.image) as image:
-            out = corrupt(image, args.distortion, args.level, rng=args.seed, tiles=tiles)
+        image = read_rgb(args.image, "image")
+        out = corrupt(image, args.distortion, args.level, rng=args.seed, tiles=tiles)
         out.save(args.output)
         print(f"wrote {args.output}")
     elif args.command == "tiles":
@@ -196,6 +222,7 @@ def _run(args) -> int:
 
         from .evaluate import evaluate
         from .models import load_model
+        from .reference import compare_markdown
 
         if args.csv and not Path(args.csv).resolve().parent.is_dir():
             raise FileNotFoundError(f"--csv: the folder of {args.csv} does not exist")
@@ -204,9 +231,12 @@ def _run(args) -> int:
             load_model(args.model), args.root, normalize=args.normalize,
             distortions=args.distortions, levels=args.levels, batch_size=args.batch_size,
             num_workers=args.num_workers, device=args.device, model_name=args.model,
+            outputs=args.outputs,
         )  # fmt: skip
         if rank == 0:
             print(results.to_markdown())
+            print()
+            print(compare_markdown(results))
             if args.csv:
                 results.to_csv(args.csv)
                 print(f"wrote {args.csv}")

@@ -22,21 +22,22 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 
 from icml25_core import check_scalar, progress
 
-from ._image import resize_exact
+from ._image import read_rgb, resize_exact
 from .params import DISTORTIONS, LEVELS, check_level, resolve
 from .superclass import SuperclassHead, resolve_mapping
 from .tiles import IMAGE_SUFFIXES
+from .uncertainty import mean_interval as _mean_interval
+from .uncertainty import wilson_interval
 
 INPUT_SIZE = 224
 
 
 @dataclass
 class Results:
-    """Accuracies per (distortion, level) cell.
+    """Accuracies per (distortion, level) cell, with their confidence intervals.
 
     Attributes
     ----------
@@ -46,21 +47,27 @@ class Results:
         ``(correct, total)`` of each cell.
     model : str
         Name written in the CSV's ``model`` column.
+    confidence : float in (0, 1), default=0.95
+        Level of the intervals: Wilson score per cell, stratified Wilson for means
+        (:mod:`laion_c.uncertainty`).
     """
 
     accuracy: dict = field(default_factory=dict)
     counts: dict = field(default_factory=dict)
     model: str = "model"
+    confidence: float = 0.95
 
     @classmethod
-    def from_counts(cls, counts: dict, model: str = "model") -> Results:
+    def from_counts(cls, counts: dict, model: str = "model", confidence: float = 0.95) -> Results:
         """Results from ``{(name, level): (correct, total)}``.
 
         Raises
         ------
         ValueError
-            If a count is not a pair of ints with ``0 <= correct <= total`` and ``total >= 1``.
+            If a count is not a pair of ints with ``0 <= correct <= total`` and ``total >= 1``,
+            or `confidence` is outside (0, 1).
         """
+        check_scalar(confidence, "confidence", low=0, high=1, inclusive="neither")
         checked = {}
         for cell, pair in counts.items():
             try:
@@ -80,7 +87,7 @@ class Results:
                 )
             checked[cell] = (int(correct), int(total))
         accuracy = {cell: c / t for cell, (c, t) in checked.items()}
-        return cls(accuracy, checked, model)
+        return cls(accuracy, checked, model, float(confidence))
 
     def mean(self) -> float:
         """ "Avg. Accuracy": the unweighted mean over the cells (paper Table 2, [inferred])."""
@@ -95,6 +102,44 @@ class Results:
             k: float(np.mean([a for (_, lv), a in self.accuracy.items() if lv == k]))
             for k in levels
         }
+
+    def intervals(self) -> dict[tuple[str, int], tuple[float, float]]:
+        """Wilson score interval of every cell at level :attr:`confidence`
+        (:func:`laion_c.uncertainty.wilson_interval`, Wilson 1927).
+
+        Returns
+        -------
+        dict of (str, int) to (float, float)
+            ``(low, high)`` in [0, 1] per cell.
+        """
+        out = {}
+        for cell, (correct, total) in self.counts.items():
+            low, high = wilson_interval(correct, total, confidence=self.confidence)
+            out[cell] = (float(low), float(high))
+        return out
+
+    def mean_interval(self, cells=None) -> tuple[float, float]:
+        """Stratified Wilson interval of the unweighted mean of `cells` (default: all, i.e. of
+        :meth:`mean`) at level :attr:`confidence` (:func:`laion_c.uncertainty.mean_interval`,
+        Yan & Su 2010).
+
+        Raises
+        ------
+        ValueError
+            If no cell was scored or a cell of `cells` was not.
+        """
+        cells = list(self.counts) if cells is None else list(cells)
+        missing = [cell for cell in cells if cell not in self.counts]
+        if not cells or missing:
+            raise ValueError(f"`cells` must be scored cells, got none or unscored {missing}")
+        correct, total = zip(*(self.counts[cell] for cell in cells), strict=True)
+        return _mean_interval(correct, total, confidence=self.confidence)
+
+    def level_intervals(self) -> dict[int, tuple[float, float]]:
+        """:meth:`mean_interval` of the cells of each level (the intervals of
+        :meth:`level_means`)."""
+        levels = sorted({level for _, level in self.counts})
+        return {k: self.mean_interval([c for c in self.counts if c[1] == k]) for k in levels}
 
     def to_csv(self, path=None) -> str:
         """The official CSV (columns ``model, augmentation, intensity_level, accuracy``).
@@ -112,23 +157,42 @@ class Results:
         return text
 
     def to_markdown(self) -> str:
-        """A distortion x level table of accuracies (%) with row means and the overall mean."""
+        """A distortion x level table of accuracies (%) with their intervals, row means and the
+        overall mean ("Avg."), each followed by ``[low, high]`` (level :attr:`confidence`)."""
         names = list(dict.fromkeys(name for name, _ in self.accuracy))
         levels = sorted({level for _, level in self.accuracy})
+        intervals = self.intervals()
+
+        def cell(value, interval):
+            low, high = interval
+            return f"{100 * value:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
         lines = [
             "| distortion | " + " | ".join(f"L{k}" for k in levels) + " | mean |",
             "|---" * (len(levels) + 2) + "|",
         ]
         for name in names:
-            row = [self.accuracy.get((name, k)) for k in levels]
-            cells = ["—" if a is None else f"{100 * a:.1f}" for a in row]
-            mean = np.mean([a for a in row if a is not None])
-            lines.append(f"| {name} | " + " | ".join(cells) + f" | {100 * mean:.1f} |")
-        means = self.level_means()
+            row = [(name, k) for k in levels if (name, k) in self.accuracy]
+            cells = [
+                cell(self.accuracy[(name, k)], intervals[(name, k)])
+                if (name, k) in self.accuracy
+                else "—"
+                for k in levels
+            ]
+            mean = float(np.mean([self.accuracy[c] for c in row]))
+            lines.append(
+                f"| {name} | " + " | ".join(cells) + f" | {cell(mean, self.mean_interval(row))} |"
+            )
+        means, level_ci = self.level_means(), self.level_intervals()
         lines.append(
             "| level mean | "
-            + " | ".join(f"{100 * means[k]:.1f}" for k in levels)
-            + f" | {100 * self.mean():.1f} |"
+            + " | ".join(cell(means[k], level_ci[k]) for k in levels)
+            + f" | {cell(self.mean(), self.mean_interval())} |"
+        )
+        percent = f"{100 * self.confidence:g} %"
+        lines.append(
+            f"\nAccuracy (%) [{percent} interval]: Wilson score per cell, stratified Wilson "
+            "(effective sample size) for the means; images counted as independent trials."
         )
         return "\n".join(lines)
 
@@ -144,9 +208,8 @@ class ImageFolderDataset(torch.utils.data.Dataset):
         return len(self.files)
 
     def __getitem__(self, index):
-        with Image.open(self.files[index]) as image:
-            resized = resize_exact(image.convert("RGB"), INPUT_SIZE, INPUT_SIZE)
-            array = np.array(resized, dtype=np.uint8)
+        resized = resize_exact(read_rgb(self.files[index], "root"), INPUT_SIZE, INPUT_SIZE)
+        array = np.array(resized, dtype=np.uint8)
         tensor = torch.from_numpy(array).permute(2, 0, 1).float().div(255)
         return tensor, self.labels[index]
 
@@ -262,17 +325,27 @@ def evaluate(
     device="cpu",
     mapping="laion-c16",
     model_name: str = "model",
+    outputs: str = "logits",
+    confidence: float = 0.95,
 ) -> Results:
-    """Superclass top-1 accuracy of `model` on every (distortion, level) cell under `root`.
+    """Superclass top-1 accuracy of `model` on every (distortion, level) cell under `root`,
+    with Wilson confidence intervals.
 
     Parameters
     ----------
-    model : torch.nn.Module
-        ImageNet classifier, ``(N, 3, 224, 224)`` float -> ``(N, 1000)`` logits.
+    model : torch.nn.Module or callable
+        ImageNet classifier, ``(N, 3, 224, 224)`` float tensor -> ``(N, 1000)`` logits or
+        probabilities (tensor or array). A module is moved to `device`; a plain callable
+        receives tensors on `device` and handles its own placement.
     root : str or Path
         LAION-C root (``<root>/<distortion>/intensity_level_<k>/<superclass>/*``).
     normalize : "imagenet", None or (mean, std)
         Required. None feeds [0, 1] tensors as the official evaluation does.
+    outputs : {"logits", "probs"}, default="logits"
+        What `model` returns: logits get the official softmax; probabilities are used as they
+        are and must be non-negative with rows summing to 1.
+    confidence : float in (0, 1), default=0.95
+        Level of the intervals of the returned :class:`Results`.
     distortions : str or list of str, optional
         Default: all six.
     levels : int or list of int, optional
@@ -294,14 +367,18 @@ def evaluate(
         If `root` or a cell folder is missing (all missing cells are listed).
     ValueError
         Unknown distortion or superclass folder, bad level, batch_size < 1, bad `normalize`,
-        unusable `device`, a model output that is not ``(N, 1000)`` finite logits.
+        `outputs` or `confidence`, unusable `device`, an image file Pillow cannot read (named),
+        a model output that is not ``(N, 1000)`` and finite, or, with ``outputs="probs"``,
+        negative or not normalised.
     TypeError
-        If `model` is not an ``nn.Module``.
+        If `model` is not callable.
     """
     batch_size = int(check_scalar(batch_size, "batch_size", kind=int, low=1))
     num_workers = int(check_scalar(num_workers, "num_workers", kind=int, low=0))
     device = check_device(device)
-    head = SuperclassHead(model, normalize=normalize, mapping=mapping).to(device).eval()
+    check_scalar(confidence, "confidence", low=0, high=1, inclusive="neither")
+    head = SuperclassHead(model, normalize=normalize, mapping=mapping, outputs=outputs)
+    head = head.to(device).eval()
     names = tuple(resolve_mapping(mapping))
     cells = _cells(Path(root), distortions, levels)
     counts = {}
@@ -316,4 +393,4 @@ def evaluate(
         flat = torch.tensor([v for pair in counts.values() for v in pair], dtype=torch.int64)
         torch.distributed.all_reduce(flat)
         counts = {cell: (int(flat[2 * i]), int(flat[2 * i + 1])) for i, cell in enumerate(counts)}
-    return Results.from_counts(counts, model_name)
+    return Results.from_counts(counts, model_name, confidence)

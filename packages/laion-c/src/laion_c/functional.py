@@ -21,7 +21,15 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from . import _image
-from .params import CHECKER_SIZE, CROP, PARAMS, STICKER_SIZE, check_level, preprocess_sizes, resolve
+from .params import (
+    CHECKER_SIZE,
+    PARAMS,
+    STICKER_SIZE,
+    check_level,
+    crop_margin,
+    preprocess_sizes,
+    resolve,
+)
 from .raster import draw_segments
 from .tiles import select_tiles
 
@@ -83,9 +91,11 @@ def preprocess(img, distortion: str, level: int):
 
 
 def corrupt(img, name: str, level: int, *, rng=None, tiles=None, glitch_seed: int = 1):
-    """The full official pipeline: :func:`preprocess`, :func:`distort`, final 224 crop.
+    """The full official pipeline: :func:`preprocess`, then :func:`distort` (224 x 224 out).
 
-    The final ``CenterCrop(224)`` only changes mosaic level 2 (t = 6, made at 252 x 252).
+    The official final ``CenterCrop(224)`` only changes mosaic level 2 (t = 6, made at
+    252 x 252); :func:`mosaic` applies it itself, so
+    ``corrupt(img, n, k) == distort(preprocess(img, n, k), n, k)`` for every cell.
 
     Parameters
     ----------
@@ -114,8 +124,7 @@ def corrupt(img, name: str, level: int, *, rng=None, tiles=None, glitch_seed: in
 
     def run(array):
         array = np.asarray(preprocess(array, name, level))
-        out = _distort_array(array, name, level, rng, tiles, glitch_seed)
-        return _image.crop_array(out, CROP)
+        return _distort_array(array, name, level, rng, tiles, glitch_seed)
 
     return _image.apply(img, run)
 
@@ -138,7 +147,8 @@ def distort(img, name: str, level: int, *, rng=None, tiles=None, glitch_seed: in
 
     Returns
     -------
-    Same type and size as `img`.
+    Same type as `img`, and its size; mosaic level 2 returns the official centre crop,
+    14 px smaller on every side (see :func:`mosaic`).
 
     Raises
     ------
@@ -156,7 +166,7 @@ def distort(img, name: str, level: int, *, rng=None, tiles=None, glitch_seed: in
 
 def _distort_array(array, name, level, rng, tiles, glitch_seed):
     if name == "mosaic":
-        return _mosaic(array, PARAMS["mosaic"][level], tiles)
+        return _mosaic(array, PARAMS["mosaic"][level], tiles, crop_margin(name, level))
     if name == "glitched":
         return _glitch(array, PARAMS["glitched"][level], glitch_seed, "glitch_seed")
     if name == "vertical_lines":
@@ -175,22 +185,32 @@ def mosaic(img, level: int, tiles):
 
     Block colours are ``PIL.Image.resize((W // t, H // t))`` (bicubic, Pillow's default) / 255;
     the tile is the L2-nearest key of the library (``cKDTree``), ``apply_distortions.py``.
+    At level 2 (t = 6) the official pipeline builds the mosaic on a 252 x 252 image
+    (``preprocess(img, "mosaic", 2)``) and then centre-crops 224: this function applies that
+    crop too (14 px off every side), so ``mosaic(preprocess(img, "mosaic", k), k, tiles)``
+    equals ``corrupt(img, "mosaic", k, tiles=tiles)`` at every level.
 
     Parameters
     ----------
-    img : image (see module doc); H and W multiples of t
+    img : image (see module doc), ``H x W``; H and W multiples of t
     level : int in 1..5, t = 4, 6, 8, 16, 28
     tiles : TileLibrary of t x t tiles, or dict {t: TileLibrary}
+
+    Returns
+    -------
+    Same type as `img`: ``H x W``, or ``(H - 28) x (W - 28)`` at level 2.
 
     Raises
     ------
     TypeError
         If `tiles` is None.
     ValueError
-        If H or W is not a multiple of t, or no t x t library is given.
+        If H or W is not a multiple of t, a side is under 60 px at level 2 (the crop would leave
+        less than 32), or no t x t library is given.
     """
-    t = PARAMS["mosaic"][check_level(level)]
-    return _image.apply(img, lambda a: _mosaic(a, t, tiles))
+    level = check_level(level)
+    t, margin = PARAMS["mosaic"][level], crop_margin("mosaic", level)
+    return _image.apply(img, lambda a: _mosaic(a, t, tiles, margin))
 
 
 def mosaic_colors(array: np.ndarray, t: int) -> np.ndarray:
@@ -201,15 +221,21 @@ def mosaic_colors(array: np.ndarray, t: int) -> np.ndarray:
     return (small.astype(np.float32) / np.float32(255)).astype(np.float64)
 
 
-def _mosaic(array, t, tiles):
+def _mosaic(array, t, tiles, margin=0):
     library = select_tiles(tiles, t)
     h, w = array.shape[:2]
     if h % t or w % t:
         raise ValueError(f"`img` size {h}x{w} must be a multiple of the mosaic tile size {t}")
+    if min(h, w) - 2 * margin < _image.MIN_SIDE:
+        raise ValueError(
+            f"`img` size {h}x{w}: the official crop of {margin} px per side at t = {t} needs "
+            f"sides >= {_image.MIN_SIDE + 2 * margin}"
+        )
     colors = mosaic_colors(array, t)
     idx = library.nearest(colors.reshape(-1, 3))
     blocks = library.tiles[idx].reshape(h // t, w // t, t, t, 3)
-    return np.ascontiguousarray(blocks.transpose(0, 2, 1, 3, 4).reshape(h, w, 3))
+    out = blocks.transpose(0, 2, 1, 3, 4).reshape(h, w, 3)
+    return np.ascontiguousarray(out[margin : h - margin, margin : w - margin])
 
 
 # ---------------------------------------------------------------------------- glitch

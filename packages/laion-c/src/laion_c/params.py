@@ -105,3 +105,13 @@ def preprocess_sizes(name: str, level: int) -> tuple[int, int]:
     t = PARAMS["mosaic"][level]
     side = RESIZE - RESIZE % t
     return (side, side) if CROP % t else (side, CROP)
+
+
+def crop_margin(name: str, level: int) -> int:
+    """Pixels the official pipeline crops from every side *after* distortion `name` at `level`.
+
+    ``(c - 224) / 2`` with ``c`` from :func:`preprocess_sizes`: 14 for mosaic at t = 6 (built at
+    252 x 252, then torchvision ``CenterCrop(224)``, whose offset ``round((252 - 224) / 2)`` is
+    14), 0 for every other cell (``apply_distortions.py``).
+    """
+    return (preprocess_sizes(name, level)[1] - CROP) // 2

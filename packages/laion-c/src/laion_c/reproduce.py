@@ -29,8 +29,10 @@ from .build import build_dataset
 from .evaluate import Results, evaluate, score_folder
 from .functional import corrupt, preprocess
 from .params import DISTORTIONS, LEVELS
+from .reference import compare_markdown
 from .superclass import NAMES, SuperclassHead
 from .tiles import build_tiles, load_tiles, save_tiles
+from .uncertainty import wilson_interval
 
 # ---- pass rules, written before the first run (spec §4) -------------------------------------
 CLEAN_MIN = 0.85  # clean superclass accuracy of the 9 photos
@@ -67,8 +69,9 @@ def _sources(work: Path) -> Path:
     return src
 
 
-def _clean_accuracy(head, src: Path) -> float:
-    """Clean photos through the official Resize(256)+CenterCrop(224), scored like the cells."""
+def _clean_accuracy(head, src: Path) -> tuple[int, int]:
+    """``(correct, total)`` of the clean photos through the official Resize(256) +
+    CenterCrop(224), scored like the cells."""
     clean = src.parent / "clean"
     files, labels = [], []
     for path in sorted(src.rglob("*.png")):
@@ -83,8 +86,7 @@ def _clean_accuracy(head, src: Path) -> float:
                 )
         files.append(target)
         labels.append(NAMES.index(path.parent.name))
-    correct, total = score_folder(head, files, labels, batch_size=16)
-    return correct / total
+    return score_folder(head, files, labels, batch_size=16)
 
 
 def _example_grid(tiles, path: Path) -> None:
@@ -108,28 +110,41 @@ def _example_grid(tiles, path: Path) -> None:
 
 
 def _level_plot(results: Results, clean: float, path: Path) -> None:
+    """Accuracy against level per distortion with Wilson error bars, and the level mean with
+    its stratified Wilson band."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name in DISTORTIONS:
-        ax.plot(LEVELS, [results.accuracy[(name, k)] for k in LEVELS], marker="o", label=name)
-    means = results.level_means()
+    intervals = results.intervals()
+    for i, name in enumerate(DISTORTIONS):
+        x = np.array(LEVELS) + (i - 2.5) * 0.04  # small offsets keep the error bars apart
+        y = np.array([results.accuracy[(name, k)] for k in LEVELS])
+        bounds = np.array([intervals[(name, k)] for k in LEVELS])
+        errors = np.clip([y - bounds[:, 0], bounds[:, 1] - y], 0, None)
+        ax.errorbar(x, y, yerr=errors, marker="o", ms=4, capsize=2, lw=1, label=name)
+    means, bands = results.level_means(), results.level_intervals()
     ax.plot(LEVELS, [means[k] for k in LEVELS], "k--", lw=2.5, label="level mean")
+    ax.fill_between(
+        LEVELS, [bands[k][0] for k in LEVELS], [bands[k][1] for k in LEVELS], color="k", alpha=0.12
+    )
     ax.axhline(clean, color="grey", ls=":", label="clean")
     ax.set_xticks(LEVELS)
     ax.set_xlabel("intensity level")
     ax.set_ylabel("superclass accuracy (9 photos)")
     ax.set_ylim(-0.03, 1.03)
-    ax.set_title("EfficientNet-Lite0 on LAION-C-style corruptions")
+    percent = f"{100 * results.confidence:g} %"
+    ax.set_title(f"EfficientNet-Lite0 on LAION-C-style corruptions ({percent} Wilson intervals)")
+    ax.title.set_fontsize(9)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def measure(out, *, full: bool = False, root=None) -> tuple[Results, float, dict, dict]:
+def measure(out, *, full: bool = False, root=None) -> tuple[Results, tuple[int, int], dict, dict]:
     """Build the corrupted photos for every seed and score them; returns (results, clean
-    accuracy, setup, tiles). With `root`, the cells are scored on that real LAION-C folder."""
+    ``(correct, total)``, setup, tiles). With `root`, the cells are scored on that real LAION-C
+    folder."""
     from .models import efficientnet_lite0
 
     work = Path(out) / ".checkpoints" / "laion-c"
@@ -182,6 +197,18 @@ def measure(out, *, full: bool = False, root=None) -> tuple[Results, float, dict
     return results, clean, setup, tiles
 
 
+def _fraction(interval) -> str:
+    """``[low, high]`` of an interval of fractions, 3 decimals."""
+    low, high = (float(v) for v in interval)
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def _percent(interval) -> str:
+    """``[low, high]`` of an interval of fractions, in %, 1 decimal."""
+    low, high = (float(v) for v in interval)
+    return f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
 def run(full: bool = False, out="reports", root=None) -> Report:
     """Measure the claim and return the report (see the module docstring).
 
@@ -196,10 +223,14 @@ def run(full: bool = False, out="reports", root=None) -> Report:
     """
     start = time.perf_counter()
     out = Path(out)
-    results, clean, setup, tiles = measure(out, full=full, root=root)
-    avg = results.mean()
+    results, clean_counts, setup, tiles = measure(out, full=full, root=root)
+    clean = clean_counts[0] / clean_counts[1]
+    clean_ci = wilson_interval(*clean_counts)
+    avg, avg_ci = results.mean(), results.mean_interval()
     level = results.level_means()
-    high = float(np.mean([a for (_, k), a in results.accuracy.items() if k >= 4]))
+    high_cells = [cell for cell in results.counts if cell[1] >= 4]
+    high = float(np.mean([results.accuracy[cell] for cell in high_cells]))
+    high_ci = results.mean_interval(high_cells)
     steps = [level[k + 1] - level[k] for k in LEVELS[:-1]]
     report = Report(library="laion-c", title="LAION-C: ImageNet-era models collapse", setup=setup)
     scale = "9 photos: a smoke-scale check, not a leaderboard number"
@@ -207,7 +238,7 @@ def run(full: bool = False, out="reports", root=None) -> Report:
         Claim.judge(
             "The 9 photos are recognised when clean (sanity check of model and scoring)",
             "sanity check, not a paper number: the 9 photos were chosen as classified right",
-            f"{clean:.3f}",
+            f"{clean:.3f} {_fraction(clean_ci)}",
             bool(clean >= CLEAN_MIN),
             f">= {CLEAN_MIN}",
         ),
@@ -215,7 +246,7 @@ def run(full: bool = False, out="reports", root=None) -> Report:
             "ImageNet-era models collapse at the highest levels",
             "LAION-C is far OOD for ImageNet-era models; even the official leaderboard's 10th "
             "best model (ViT-B AugReg IN21K) averages 47.1 % (official README)",
-            f"{high:.3f} (mean of the 12 L4-L5 cells)",
+            f"{high:.3f} {_fraction(high_ci)} (mean of the 12 L4-L5 cells)",
             bool(high <= HIGH_LEVEL_MAX),
             f"<= {HIGH_LEVEL_MAX}",
             scale,
@@ -224,7 +255,7 @@ def run(full: bool = False, out="reports", root=None) -> Report:
             "Average accuracy over the 30 cells is far below clean",
             "leaderboard Avg 47.1-67.5 % for the top-10 web-scale models, best human 55.2 % "
             "(official README), versus near-perfect clean superclass accuracy",
-            f"Avg {avg:.3f} vs clean {clean:.3f}",
+            f"Avg {avg:.3f} {_fraction(avg_ci)} vs clean {clean:.3f} {_fraction(clean_ci)}",
             bool(avg <= clean - AVG_DROP),
             f"Avg <= clean - {AVG_DROP}",
             scale,
@@ -239,9 +270,14 @@ def run(full: bool = False, out="reports", root=None) -> Report:
         ),
     ]
     report.tables["Superclass accuracy (%) per distortion and level"] = results.to_markdown()
-    report.tables["Clean and average"] = (
+    report.tables["Clean and average (%, 95 % interval)"] = (
         "| clean | Avg (30 cells) | L4-L5 mean |\n|---|---|---|\n"
-        f"| {100 * clean:.1f} | {100 * avg:.1f} | {100 * high:.1f} |"
+        f"| {100 * clean:.1f} {_percent(clean_ci)} | {100 * avg:.1f} {_percent(avg_ci)} | "
+        f"{100 * high:.1f} {_percent(high_ci)} |\n\n"
+        "Wilson score interval for clean, stratified Wilson for the means (laion_c.uncertainty)."
+    )
+    report.tables["Beside the published LAION-C accuracies"] = compare_markdown(
+        results, "EfficientNet-Lite0, 9 photos"
     )
     _level_plot(results, clean, out / "laion-c_levels.png")
     _example_grid(tiles, out / "laion-c_grid.png")
@@ -251,6 +287,12 @@ def run(full: bool = False, out="reports", root=None) -> Report:
         "seeded tiles cropped from 26 other photos (the official tile source is unknown): a "
         "smoke-scale check of the claim, not the paper's leaderboard. Stochastic distortions "
         "are averaged over seeds; the mosaic, glitch and vertical-line cells are deterministic."
+    )
+    report.notes.append(
+        "Intervals treat every scored image as an independent trial. The cells of the three "
+        "random distortions pool 3 seeds (10 with --full) of the same 9 photos, which are not "
+        "independent, so their intervals are narrower than the photos warrant (counting photos "
+        "would widen them by up to the square root of the number of seeds)."
     )
     report.runtime_s = time.perf_counter() - start
     return report

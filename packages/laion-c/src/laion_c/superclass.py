@@ -9,6 +9,7 @@ image's parent folder name. The mean rule and the grouping follow bethgelab/mode
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -118,7 +119,8 @@ def aggregate(probs, mapping="laion-c16") -> np.ndarray:
     Parameters
     ----------
     probs : array_like, shape (N, C), float
-        Class probabilities (softmax outputs).
+        Class probabilities (softmax outputs): non-negative, each row summing to 1 (within
+        ``1e-3``). Logits must go through a softmax first.
     mapping : "laion-c16" or dict of str to list of int
 
     Returns
@@ -128,7 +130,8 @@ def aggregate(probs, mapping="laion-c16") -> np.ndarray:
     Raises
     ------
     ValueError
-        If `probs` is not 2-D, is empty or holds NaN/inf, or its width does not fit `mapping`
+        If `probs` is not 2-D, is empty or holds NaN/inf, has negative entries or rows that do
+        not sum to 1 (logits passed as probabilities), or its width does not fit `mapping`
         (1000 columns for ``"laion-c16"``).
     """
     probs = check_array(probs, "probs", ndim=2, dtype="floating", cast=np.float64)
@@ -138,8 +141,47 @@ def aggregate(probs, mapping="laion-c16") -> np.ndarray:
         raise ValueError(
             f"`probs` of shape {probs.shape} does not fit `mapping`: {error}"
         ) from None
+    # one product gives the member sums and, in the last column, the row sums for the check
+    sums = probs @ np.column_stack([member, np.ones(len(member))])
+    check_probabilities(probs.min(), sums[:, -1], "`probs`", "pass logits through a softmax first")
     # sum, then divide by the group size: exact ties stay ties (the official sum / len)
-    return (probs @ member) / member.sum(axis=0)
+    return sums[:, :-1] / member.sum(axis=0)
+
+
+PROB_TOLERANCE = 1e-3  # |row sum - 1| allowed for probabilities (float16 softmax rows)
+
+
+def check_probabilities(low: float, sums, label: str, hint: str) -> None:
+    """Raise unless a batch with smallest entry `low` and row sums `sums` is a batch of
+    probability distributions.
+
+    Parameters
+    ----------
+    low : float
+        The smallest entry of the ``(N, C)`` batch.
+    sums : numpy.ndarray or torch.Tensor, shape (N,)
+        Its row sums.
+    label : str
+        The argument as the message names it, e.g. ``"`probs`"``.
+    hint : str
+        What to do instead, appended to the message.
+
+    Raises
+    ------
+    ValueError
+        If `low` is negative or a row sum differs from 1 by more than ``1e-3``.
+    """
+    if low < 0 or float(abs(sums - 1).max()) > PROB_TOLERANCE:
+        problem = f"a negative entry ({low:.3g})" if low < 0 else "a row that does not sum to 1"
+        raise ValueError(
+            f"{label} must be probabilities (entries >= 0, rows summing to 1), got {problem}; "
+            f"{hint}"
+        )
+
+
+def looks_like_probabilities(out) -> bool:
+    """Whether every row of `out` (``(N, C)`` tensor) is non-negative and sums to 1."""
+    return bool((out >= 0).all()) and float(abs(out.sum(1) - 1).max()) <= PROB_TOLERANCE
 
 
 def predict(probs, mapping="laion-c16") -> np.ndarray:
@@ -152,27 +194,37 @@ def predict(probs, mapping="laion-c16") -> np.ndarray:
     return np.argmax(aggregate(probs, mapping), axis=1).astype(np.int64)
 
 
+#: What a classifier returns: ``SuperclassHead(outputs=...)`` / ``evaluate(outputs=...)``.
+OUTPUTS = ("logits", "probs")
+
+
 class SuperclassHead(torch.nn.Module):
     """Wrap an ImageNet classifier so it outputs the official 16 superclass scores.
 
-    ``forward(x) = softmax(model(normalize(x))) @ M`` with ``M`` from :func:`superclass_matrix`.
+    ``forward(x) = softmax(model(normalize(x))) @ M`` for logits, ``model(normalize(x)) @ M``
+    for probabilities, with ``M`` from :func:`superclass_matrix`.
 
     Parameters
     ----------
-    model : torch.nn.Module
-        Maps ``(N, 3, H, W)`` images to ``(N, C)`` logits.
+    model : torch.nn.Module or callable
+        Maps ``(N, 3, H, W)`` float images to ``(N, C)`` logits or probabilities (a tensor or a
+        numpy array). A module is registered as a sub-module (``.to(device)`` moves it); any
+        other callable is kept as it is.
     normalize : "imagenet", None or (mean, std)
         Input normalisation applied before `model`: ``"imagenet"`` = mean (0.485, 0.456, 0.406),
         std (0.229, 0.224, 0.225); ``None`` feeds [0, 1] images unchanged (official evaluation).
     mapping : "laion-c16" or dict, default="laion-c16"
     n_classes : int, default=1000
+    outputs : {"logits", "probs"}, default="logits"
+        What `model` returns. Logits get the official softmax; probabilities are checked
+        (non-negative, rows summing to 1 within ``1e-3``) and used as they are.
 
     Raises
     ------
     TypeError
-        If `model` is not an ``nn.Module``.
+        If `model` is not callable.
     ValueError
-        If `normalize` is malformed.
+        If `normalize` is malformed or `outputs` is neither "logits" nor "probs".
     """
 
     # registered buffers: the input normalisation and the class -> superclass membership
@@ -181,11 +233,24 @@ class SuperclassHead(torch.nn.Module):
     member: torch.Tensor
     sizes: torch.Tensor
 
-    def __init__(self, model, *, normalize, mapping="laion-c16", n_classes: int = 1000):
+    def __init__(
+        self,
+        model,
+        *,
+        normalize,
+        mapping="laion-c16",
+        n_classes: int = 1000,
+        outputs: str = "logits",
+    ):
         super().__init__()
-        if not isinstance(model, torch.nn.Module):
-            raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
+        if not callable(model):
+            raise TypeError(
+                f"`model` must be a torch.nn.Module or a callable, got {type(model).__name__}"
+            )
+        if outputs not in OUTPUTS:
+            raise ValueError(f"`outputs` must be one of {OUTPUTS}, got {outputs!r}")
         self.model = model
+        self.outputs = outputs
         mean, std = normalization(normalize)
         self.normalize = normalize
         self.register_buffer("mean", mean.view(1, 3, 1, 1))
@@ -196,21 +261,40 @@ class SuperclassHead(torch.nn.Module):
         self.register_buffer("sizes", torch.as_tensor(member.sum(axis=0), dtype=torch.float32))
 
     def forward(self, x):
-        """``(N, 3, H, W)`` float images in [0, 1] -> ``(N, K)`` superclass scores.
+        """``(N, 3, H, W)`` float images in [0, 1] -> ``(N, K)`` float32 superclass scores.
 
         Raises
         ------
         ValueError
-            If `model` does not return ``(N, n_classes)`` logits or returns NaN/inf.
+            If `model` does not return ``(N, n_classes)`` values or returns NaN/inf; with
+            ``outputs="probs"``, if they are negative or a row does not sum to 1.
         """
-        logits = self.model((x - self.mean) / self.std)
+        out = self.model((x - self.mean) / self.std)
+        if isinstance(out, np.ndarray):
+            out = torch.from_numpy(out)
         expected = (x.shape[0], self.member.shape[0])
-        if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != expected:
-            got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-            raise ValueError(f"`model` must return logits of shape {expected}, got {got}")
-        if not torch.isfinite(logits).all():
-            raise ValueError("`model` returned NaN or infinite logits")
-        return (logits.float().softmax(dim=1) @ self.member) / self.sizes
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != expected:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"`model` must return {self.outputs} of shape {expected}, got {got}")
+        if not torch.isfinite(out).all():
+            raise ValueError(f"`model` returned NaN or infinite {self.outputs}")
+        out = out.to(self.member.device, torch.float32)
+        if self.outputs == "probs":
+            hint = "if the model returns logits, pass outputs='logits'"
+            check_probabilities(
+                float(out.min()), out.sum(1), "`model` output (outputs='probs')", hint
+            )
+            probs = out
+        else:
+            if looks_like_probabilities(out):
+                warnings.warn(
+                    "`model` returned non-negative rows summing to 1 with outputs='logits': if "
+                    "they are probabilities pass outputs='probs' (a softmax would flatten them)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            probs = out.softmax(dim=1)
+        return (probs @ self.member) / self.sizes
 
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
