@@ -30,6 +30,24 @@ def test_eval_sample_lif_runs_exact_lif():
     assert torch.equal(layer(x), lif_sequential(x, tau=3.0))
 
 
+def test_default_eval_is_stochastic_and_deterministic_modes_repeat():
+    # Point 5: the official Bernoulli output is drawn at eval too, so two eval calls differ;
+    # "threshold", "none" and "lif" repeat, and each equals its closed form.
+    x = _inputs(16, N=500)
+    layer = FPTLIF(T=16).eval()
+    assert not torch.equal(layer(x), layer(x))  # 8000 draws: equal with probability ~0
+    s = fpt_lif(x, sample="none")  # the probabilities s^{K−1}
+    for mode, expected in [
+        ("threshold", (s >= 0.5).to(x.dtype)),
+        ("none", s),
+        ("lif", lif_sequential(x)),
+    ]:
+        layer = FPTLIF(T=16, eval_sample=mode).eval()
+        first = layer(x)
+        assert torch.equal(first, layer(x)), mode
+        torch.testing.assert_close(first, expected, rtol=0, atol=0, msg=mode)
+
+
 def test_learnable_tau_module_forward_equals_lif_at_tau_and_gets_grad():
     # Spec test 7 (layer form): with K >= T and eval_sample="lif" the learned τ drives the LIF;
     # in training the gradient reaches τ.
@@ -98,7 +116,7 @@ def test_state_dict_holds_only_learnables_and_reset_is_noop():
         ({"K": 10**12}, ValueError, "`K`"),
         ({"alphas": (1.0,)}, ValueError, "`alphas`"),
         ({"sample": "x"}, ValueError, "`sample`"),
-        ({"eval_sample": "none"}, ValueError, "`eval_sample`"),
+        ({"eval_sample": "poisson"}, ValueError, "`eval_sample`"),
         ({"convention": "x"}, ValueError, "`convention`"),
         ({"method": "x"}, ValueError, "`method`"),
         ({"time_dim": 0.5}, TypeError, "`time_dim`"),

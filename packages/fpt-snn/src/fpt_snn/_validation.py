@@ -11,6 +11,7 @@ from icml25_core import check_choice, check_scalar, check_tensor
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 CONVENTIONS = ("spikingjelly", "snntorch")
+RESETS = ("soft", "hard")
 
 
 def check_input(x, name: str = "x", *, time_dim: int = 0, T: int | None = None):
@@ -125,3 +126,74 @@ def check_convention(convention):
 def check_T(T, name: str = "T"):
     check_scalar(T, name, kind=int, low=1)
     return int(T)
+
+
+def check_flag(value, name: str) -> bool:
+    """A Python bool (``decay_input``, ``return_state``): 1 or "yes" raise TypeError."""
+    if not isinstance(value, bool):
+        raise TypeError(f"`{name}` must be a bool, got {type(value).__name__}")
+    return value
+
+
+def check_reset(reset, v_reset, theta: float, convention: str):
+    """Reset mode and reset potential, checked against the threshold and the convention.
+
+    Raises
+    ------
+    ValueError
+        Unknown `reset`; non-finite `v_reset`; a non-zero `v_reset` with ``reset="soft"``
+        (the soft reset subtracts θ, spikingjelly ``v_reset=None``); ``v_reset >= v_threshold``
+        (the neuron would fire at rest); a non-zero `v_reset` in the snntorch convention
+        (snntorch ``reset_mechanism="zero"`` resets to 0).
+    TypeError
+        If `v_reset` is not a real number.
+    """
+    reset = check_choice(reset, "reset", RESETS)
+    check_scalar(v_reset, "v_reset")
+    if not math.isfinite(v_reset):
+        raise ValueError(f"`v_reset` must be finite, got {v_reset}")
+    v_reset = float(v_reset)
+    if reset == "soft" and v_reset != 0.0:
+        raise ValueError(
+            f"`v_reset` applies to reset='hard' only (the soft reset subtracts v_threshold), "
+            f"got v_reset={v_reset} with reset='soft'"
+        )
+    if reset == "hard" and v_reset >= theta:
+        raise ValueError(f"`v_reset` must be < v_threshold={theta}, got {v_reset}")
+    if reset == "hard" and convention == "snntorch" and v_reset != 0.0:
+        raise ValueError(
+            "`v_reset` must be 0 with convention='snntorch' (snntorch's reset_mechanism='zero' "
+            f"resets to 0), got {v_reset}"
+        )
+    return reset, v_reset
+
+
+def check_v_init(v_init, x, *, time_dim: int = 0):
+    """An initial membrane shaped like one time step of `x` (`x` without its time axis).
+
+    Raises
+    ------
+    TypeError
+        If `v_init` is not a float tensor.
+    ValueError
+        If its shape is not ``x.shape`` without `time_dim`, it is on another device than `x`,
+        or it holds NaN/inf.
+    """
+    if v_init is None:
+        return None
+    if not isinstance(v_init, torch.Tensor) or not v_init.is_floating_point():
+        raise TypeError(
+            f"`v_init` must be a float tensor or None, got "
+            f"{v_init.dtype if isinstance(v_init, torch.Tensor) else type(v_init).__name__}"
+        )
+    step_shape = tuple(x.shape[: time_dim % x.ndim]) + tuple(x.shape[time_dim % x.ndim + 1 :])
+    if tuple(v_init.shape) != step_shape:
+        raise ValueError(
+            f"`v_init` must have the shape of one time step of `x`, {step_shape}, got "
+            f"{tuple(v_init.shape)}"
+        )
+    if v_init.device != x.device:
+        raise ValueError(f"`v_init` must be on x's device {x.device}, got {v_init.device}")
+    if not torch.compiler.is_compiling() and not bool(torch.isfinite(v_init).all()):
+        raise ValueError("`v_init` contains NaN or infinity")
+    return v_init

@@ -15,7 +15,7 @@ from ._validation import check_input, check_K
 from .fpt import fpt_lif
 from .lif import lif_sequential
 
-_LIF_KEYS = ("tau", "v_threshold", "convention")
+_LIF_KEYS = ("tau", "v_threshold", "convention", "reset", "v_reset", "decay_input")
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ def convergence_report(x, K_max, **lif_kwargs):
     K_max : int
         Largest number of evaluations (>= 1); K_max >= T must give zero mismatch.
     **lif_kwargs
-        ``tau``, ``v_threshold``, ``convention`` as in :func:`fpt_snn.lif_sequential`.
+        ``tau``, ``v_threshold``, ``convention``, ``reset``, ``v_reset``, ``decay_input`` as in
+        :func:`fpt_snn.lif_sequential`.
 
     Returns
     -------

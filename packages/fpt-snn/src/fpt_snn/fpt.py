@@ -16,14 +16,17 @@ from icml25_core import check_choice
 from ._validation import (
     check_alphas,
     check_convention,
+    check_flag,
     check_input,
     check_K,
+    check_reset,
     check_tau,
     check_threshold,
     check_threshold_fits,
+    check_v_init,
 )
-from .kernels import METHODS, fpt_chunked, fpt_dense, resolve_method, run_triton
-from .lif import decay_from_tau, lambda_matrix, reset_matrix
+from .kernels import METHODS, fpt_chunked, fpt_dense, fpt_dense_hard, resolve_method, run_triton
+from .lif import _drive, _final_state, decay_from_tau, lambda_matrix, reset_matrix
 from .surrogate import backward_slope, sample_spikes
 
 SPIKE_FNS = ("sigmoid", "heaviside")
@@ -75,11 +78,20 @@ def fpt_lif(
     convention="spikingjelly",
     method="auto",
     generator=None,
+    reset="soft",
+    v_reset=0.0,
+    decay_input=False,
+    v_init=None,
+    return_state=False,
 ):
     r"""Spikes of a LIF layer by K parallel fixed-point evaluations over all T steps.
 
     ``C = Λx``; ``s⁰ = f_0(C − θ)``; ``s^k = f_k(C − θ A s^{k−1} − θ)`` for k = 1..K−1;
     output ``o = sample(s^{K−1})`` with a straight-through gradient. ``f_k = σ(α_k ·)`` (or H).
+    Variants act on the drive ``x' = c·x`` (``c = 1/τ`` with `decay_input`) whose first step
+    carries the initial membrane (``λ^t·V_0`` in ``C_t``); the hard reset iterates
+    ``s^k = f_k(M(s^{k−1})x' − (θ − v_reset))`` with ``M(s)[t, j] = λ^{t−j}Π_{m=j}^{t−1}(1 − s_m)``
+    (:mod:`fpt_snn.kernels.fpt_dense`; ours, exact at K >= T like the soft reset).
 
     $$
     C = \Lambda x, \qquad s^{0} = f_0(C - \theta), \qquad
@@ -106,8 +118,9 @@ def fpt_lif(
         backward is the sigmoid path's surrogate (slope ``max(1, α_k/3)``, or ``α_k`` with
         ``surrogate="exact"``), so `alphas` shape its gradient only, not its spikes.
     sample : {"bernoulli", "threshold", "none"}, default="bernoulli"
-        Output: Bernoulli draw of ``s^{K−1}`` (official, also at eval), ``1[s >= 0.5]``, or the
-        probabilities themselves. Straight-through gradient in every case.
+        Output: Bernoulli draw of ``s^{K−1}`` (official, also at eval: two calls differ unless
+        `generator` is seeded), ``1[s >= 0.5]``, or the probabilities themselves.
+        Straight-through gradient in every case.
     surrogate : {"official", "exact"}, default="official"
         Backward slope of each evaluation: ``max(1, α_k/3)`` (official) or ``α_k`` (the true
         derivative of the sigmoid path, for gradcheck).
@@ -115,13 +128,31 @@ def fpt_lif(
         Reset matrix ``A = Λ − I`` (fire on u >= θ) or ``A = (Λ − I)/λ`` (fire on u > θ).
     method : {"auto", "dense", "chunked", "triton"}, default="auto"
         Kernel: full T×T matmuls, 64-step blocks with carries, or the fused Triton kernel.
+        ``reset="hard"`` runs dense only ("auto" picks it; "chunked"/"triton" raise).
     generator : torch.Generator, optional
         RNG of the Bernoulli draw (default: torch's global RNG).
+    reset : {"soft", "hard"}, default="soft"
+        Subtract θ (official; spikingjelly ``v_reset=None``, snntorch ``"subtract"``) or set
+        the membrane to `v_reset` (spikingjelly ``v_reset=float``, snntorch ``"zero"``).
+    v_reset : float, default=0.0
+        Hard-reset potential < `v_threshold`; 0 for the soft reset and for snntorch.
+    decay_input : bool, default=False
+        Scale the input by 1/τ (spikingjelly ``decay_input=True``, its default).
+    v_init : Tensor, shape ``x.shape[1:]``, float, optional
+        Membrane before step 1, as in :func:`fpt_snn.lif_sequential` (spikingjelly: post-reset
+        V_0; snntorch: pre-reset mem); differentiable. Default: the libraries' initial state.
+    return_state : bool, default=False
+        Also return the membrane after step T (the LIF membrane driven by the output spikes,
+        as :func:`fpt_snn.lif_sequential` returns it), to pass as `v_init` of the next chunk.
+        With ``spike_fn="heaviside"`` and K >= T each chunk is the exact LIF, so chunked
+        calls equal one call on the whole sequence.
 
     Returns
     -------
     Tensor, shape and dtype of `x`
         Spikes (or probabilities with ``sample="none"``); half inputs are computed in float32.
+    (Tensor, Tensor)
+        With ``return_state=True``: that and the final membrane, shape ``x.shape[1:]``.
 
     Raises
     ------
@@ -130,9 +161,13 @@ def fpt_lif(
     ValueError
         If `x` is 0-d, empty or non-finite; `tau` <= 1; `v_threshold` <= 0 or beyond the range
         of the compute dtype (float32 for float32/half inputs); `K` < 1 or > 10000; `alphas`
-        is not K positive values; or a string option is unknown.
+        is not K positive values; a string option is unknown; `v_reset` is out of range (see
+        :func:`fpt_snn.lif_sequential`); `v_init` has the wrong shape or device or is
+        non-finite; or ``method="chunked"|"triton"`` with ``reset="hard"``.
     RuntimeError
         If ``method="triton"`` cannot run here (message names the fallback).
+    TypeError
+        Also if `decay_input` or `return_state` is not a bool, or `v_init` not a float tensor.
 
     Notes
     -----
@@ -157,30 +192,48 @@ def fpt_lif(
     check_choice(surrogate, "surrogate", SURROGATES)
     convention = check_convention(convention)
     check_choice(method, "method", METHODS)
+    reset, v_reset = check_reset(reset, v_reset, theta, convention)
+    decay_input = check_flag(decay_input, "decay_input")
+    return_state = check_flag(return_state, "return_state")
+    v_init = check_v_init(v_init, x)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"`generator` must be a torch.Generator, got {type(generator).__name__}")
     learn_alpha = isinstance(alphas, torch.Tensor) and alphas.requires_grad
     learn_tau = isinstance(tau, torch.Tensor) and tau.requires_grad
     T = x.shape[0]
-    kind = resolve_method(method, T, on_cuda=x.is_cuda, needs_param_grad=learn_alpha or learn_tau)
+    kind = resolve_method(
+        method, T, on_cuda=x.is_cuda, needs_param_grad=learn_alpha or learn_tau,
+        hard_reset=reset == "hard",
+    )  # fmt: skip
     work = _work_dtype(x)
     check_threshold_fits(theta, work)
     heaviside = spike_fn == "heaviside"
     strict = convention == "snntorch"
     alpha_arg = alphas.to(work) if learn_alpha else alpha_values
     with torch.autocast(device_type=x.device.type, enabled=False):
-        x2 = x.reshape(T, -1).to(work)
+        lam = decay_from_tau(tau)
+        lam = lam.to(work) if isinstance(lam, torch.Tensor) else lam
+        x2 = _drive(
+            x.reshape(T, -1).to(work), lam, decay_input=decay_input,
+            v_init=None if v_init is None else v_init.reshape(-1).to(work), theta=theta,
+            reset=reset, v_reset=v_reset, convention=convention,
+        )  # fmt: skip
         if kind == "triton":
             slopes = tuple(backward_slope(a, surrogate) for a in alpha_values)
             s = run_triton(
-                x2, float(decay_from_tau(tau)), theta, alpha_values, slopes,
+                x2, float(lam), theta, alpha_values, slopes,
                 convention=convention, heaviside=heaviside, strict=strict,
             )  # fmt: skip
         elif kind == "chunked":
-            lam = decay_from_tau(tau)
             s = fpt_chunked(
-                x2, lam.to(work) if isinstance(lam, torch.Tensor) else lam, theta, alpha_arg,
+                x2, lam, theta, alpha_arg,
                 convention=convention, heaviside=heaviside, strict=strict, surrogate=surrogate,
+            )  # fmt: skip
+        elif reset == "hard":
+            L = lambda_matrix(T, tau, dtype=work, device=x.device)
+            s = fpt_dense_hard(
+                x2, L, theta - v_reset, alpha_arg,
+                heaviside=heaviside, strict=strict, surrogate=surrogate,
             )  # fmt: skip
         else:
             L = lambda_matrix(T, tau, dtype=work, device=x.device)
@@ -190,4 +243,9 @@ def fpt_lif(
                 heaviside=heaviside, strict=strict, surrogate=surrogate,
             )  # fmt: skip
         o = sample_spikes(s, sample, generator)
-    return o.reshape(x.shape).to(x.dtype)
+        if return_state:
+            state = _final_state(x2, o, lam, theta, reset, v_reset, convention)
+    out = o.reshape(x.shape).to(x.dtype)
+    if return_state:
+        return out, state.reshape(x.shape[1:]).to(x.dtype)
+    return out

@@ -1,8 +1,9 @@
 """FPT kernels: dense reference, chunked PyTorch, fused Triton; one dispatcher.
 
 ``method="auto"`` takes Triton on a CUDA GPU (when τ and α need no gradient), else ``chunked``
-for T > 64 and ``dense`` otherwise. ``ICML25_BACKEND=torch|triton|triton-interpret`` overrides
-the choice between PyTorch and Triton (see ``icml25_core.select_backend``).
+for T > 64 and ``dense`` otherwise; the hard reset runs ``dense`` only (its operator depends
+on the spikes: no chunked or Triton kernel). ``ICML25_BACKEND=torch|triton|triton-interpret``
+overrides the choice between PyTorch and Triton (see ``icml25_core.select_backend``).
 """
 
 from __future__ import annotations
@@ -12,11 +13,18 @@ import os
 from icml25_core import BACKEND_ENV, select_backend
 
 from .fpt_chunked import BLOCK, fpt_chunked
-from .fpt_dense import fpt_dense
+from .fpt_dense import fpt_dense, fpt_dense_hard
 
 METHODS = ("auto", "dense", "chunked", "triton")
 
-__all__ = ["METHODS", "fpt_chunked", "fpt_dense", "resolve_method", "triton_available"]
+__all__ = [
+    "METHODS",
+    "fpt_chunked",
+    "fpt_dense",
+    "fpt_dense_hard",
+    "resolve_method",
+    "triton_available",
+]
 
 
 def triton_available() -> bool:
@@ -34,14 +42,25 @@ def triton_available() -> bool:
     return True
 
 
-def resolve_method(method: str, T: int, *, on_cuda: bool, needs_param_grad: bool) -> str:
+def resolve_method(
+    method: str, T: int, *, on_cuda: bool, needs_param_grad: bool, hard_reset: bool = False
+) -> str:
     """The kernel ``method`` runs: "dense", "chunked" or "triton".
 
     Raises
     ------
     RuntimeError
         If "triton" is asked for where it cannot run; the message names the fallback.
+    ValueError
+        If "chunked" or "triton" is asked for with the hard reset (dense only).
     """
+    if hard_reset:
+        if method in ("chunked", "triton"):
+            raise ValueError(
+                f"`method`={method!r} cannot run reset='hard' (its reset operator depends on "
+                "the spikes; only the dense kernel has it): use method='auto' or 'dense'"
+            )
+        return "dense"
     if method == "triton":
         if not triton_available():
             raise RuntimeError(
