@@ -33,12 +33,28 @@ TINY = ["--L", "3", "--n-steps", "3", "--walkers", "4", "--batch-size", "4",
         (["--refresh-every", "0"], "`refresh_every`"),  # was a ZeroDivisionError
         (["--steps", "-1"], "`steps`"),
         (["--beta", "nan"], "`beta`"),
+        (["--checkpoint-dir", "afile"], "--checkpoint-dir afile is a file"),
     ],
 )
-def test_train_reports_bad_arguments_in_one_line(args, match, tmp_path, run_main):
+def test_train_reports_bad_arguments_in_one_line(args, match, tmp_path, run_main, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
     result = run_main(main, "train", *TINY, "--steps", "1", *args, "--out", tmp_path / "x.pt")
     assert match in result.usage_error()
     assert result.err.startswith("leaps-ctmc train: error:")
+
+
+def test_a_diverging_training_ends_with_one_error_line(tmp_path, run_main):
+    result = run_main(main, "train", *TINY, "--lr", "1e12", "--steps", "30", "--out",
+                      tmp_path / "x.pt")  # fmt: skip
+    assert result.code == 2
+    assert "leaps-ctmc train: error: training diverged" in result.err
+    assert not (tmp_path / "x.pt").exists()
+
+
+def test_train_refuses_a_folder_as_out_before_training(tmp_path, run_main):
+    result = run_main(main, "train", *TINY, "--steps", "1", "--out", tmp_path)
+    assert "is a folder" in result.usage_error()
 
 
 def test_train_zero_steps_and_a_new_out_directory(tmp_path, capsys):

@@ -54,7 +54,7 @@ def _quiet_sample(*args, **kwargs):
 def test_exact_moments_equal_an_enumeration_of_every_path():
     # 3 spins on a triangle, 2 Euler steps: every path (start, jump or stay, twice) by brute
     # force, E[e^{jA}] = sum over paths of P(path) e^{j A(path)}.
-    path = GraphIsingPath([[0, 1], [1, 2], [0, 2]], 0.8, J=(0.0, 1.0), h=(0.3, -0.2))
+    path = GraphIsingPath([[0, 1], [1, 2], [0, 2]], 0.8, J=(0.0, 1.0), h=(0.0, -0.2))
     torch.manual_seed(0)
     net = randomize(LocallyEquivariantMLP(3, 2, hidden=(4,)), std=0.6, seed=3)
     n_steps, h = 2, 0.5
@@ -115,10 +115,10 @@ def test_a_stiff_net_is_biased_by_nats_and_every_diagnostic_flags_it(ising3):
     exact = euler_weight_moments(path, stiff, 50)
     assert abs(exact.log_z - truth) > 1.0  # several nats of discretisation bias
     assert exact.ess < 1e-6
-    with pytest.warns(StiffStepWarning, match=r"use n_steps >= \d+") as caught:
+    with pytest.warns(StiffStepWarning, match=r"try n_steps >= \d+") as caught:
         res = sample(path, stiff, 4000, 50, generator=torch.Generator().manual_seed(0))
     suggested = int(str(caught[0].message).split("n_steps >= ")[1].split()[0])
-    assert suggested == math.ceil(50 * max(res.meta["max_h_rate"]))
+    assert suggested == math.ceil(2 * 50 * max(res.meta["max_h_rate"]))
     assert len(res.meta["max_h_rate"]) == len(res.meta["clamped_fraction"]) == 50
     assert max(res.meta["clamped_fraction"]) > 0.1
     problems = " ".join(res.problems())
@@ -126,7 +126,7 @@ def test_a_stiff_net_is_biased_by_nats_and_every_diagnostic_flags_it(ising3):
     assert "ess" in problems
     with warnings.catch_warnings():
         warnings.simplefilter("error", StiffStepWarning)
-        calm = sample(path, stiff, 500, 2 * suggested, generator=torch.Generator().manual_seed(1))
+        calm = sample(path, stiff, 500, suggested, generator=torch.Generator().manual_seed(1))
     assert max(calm.meta["max_h_rate"]) <= 1
 
 
@@ -195,6 +195,55 @@ def test_exact_moments_refuse_large_lattices_and_misfit_nets():
         euler_weight_moments(IsingPath(3, 0.4), LocallyEquivariantConv(3), 10)
 
 
+def test_resampling_is_flagged_because_the_diagnostics_see_only_the_last_weights(ising3):
+    path, net, _ = ising3
+    res = _quiet_sample(path, net, 300, 20, resample_threshold=1.0,
+                        generator=torch.Generator().manual_seed(0))  # fmt: skip
+    assert res.meta["n_resamples"] > 0
+    assert any(p.startswith("resampled") for p in res.problems())
+
+
+def test_a_path_that_does_not_start_uniform_needs_x0():
+    path = IsingPath(3, 0.4407, J=(0.5, 1.0))
+    with pytest.raises(ValueError, match="does not start from the uniform distribution"):
+        sample(path, None, 10, 5)
+    with pytest.raises(ValueError, match="does not start from the uniform distribution"):
+        euler_weight_moments(path, LocallyEquivariantConv(2, kernel_sizes=(3,)), 5)
+    x0 = torch.ones(10, 3, 3)  # the user's own draws from rho_0
+    assert sample(path, None, 10, 5, x0=x0).x.shape == (10, 3, 3)
+
+
+def test_step_counts_beyond_memory_are_refused():
+    from leaps_ctmc import time_grid
+
+    with pytest.raises(ValueError, match="n_steps"):
+        time_grid(10**12)
+    with pytest.raises(ValueError, match="dt"):
+        time_grid(dt=1e-12)
+
+
+def test_a_diverging_training_stops_with_a_named_error_and_stiff_rollouts_warn_once():
+    path = IsingPath(3, 0.4407)
+    torch.manual_seed(0)
+    net = LocallyEquivariantConv(2, kernel_sizes=(3,), channels=4)
+    trainer = Trainer(path, net, FreeEnergyNet(), lr=1e9, n_walkers=16, batch_size=16, n_steps=5,
+                      curriculum_steps=0, refresh_every=1)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StiffStepWarning)
+        with pytest.raises(FloatingPointError, match="lower `lr`"):
+            trainer.fit(50, show_progress=False)
+    stiff = Scaled(
+        randomize(LocallyEquivariantConv(2, kernel_sizes=(3, 3), channels=3), 0.15, 9), 30
+    )
+    trainer = Trainer(path, stiff, FreeEnergyNet(), n_walkers=16, batch_size=16, n_steps=5,
+                      curriculum_steps=0, refresh_every=1, lr=1e-12)  # fmt: skip
+    trainer.net.double()
+    with pytest.warns(StiffStepWarning, match="training rollouts were stiff") as caught:
+        trainer.fit(3, show_progress=False)
+    assert len([w for w in caught if w.category is StiffStepWarning]) == 1
+    assert trainer.worst_h_rate_ > 1
+
+
 def test_trainer_takes_dt_in_the_official_units():
     path = IsingPath(3, 0.4407)
 
@@ -203,6 +252,7 @@ def test_trainer_takes_dt_in_the_official_units():
 
     assert trainer(dt=0.008).n_steps == 125
     assert trainer(dt=0.25).n_steps == 4
+    assert trainer(dt=float(torch.tensor(0.1, dtype=torch.float32))).n_steps == 10
     assert trainer().n_steps == 125
     with pytest.raises(ValueError, match=r"`dt` = 0.03 does not divide 1 .* 1/33 or 1/34"):
         trainer(dt=0.03)

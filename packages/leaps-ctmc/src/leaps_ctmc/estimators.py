@@ -10,6 +10,7 @@ Axis letter: M walkers.
 """
 
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -164,7 +165,9 @@ def pareto_khat(log_w) -> float:
     -------
     float
         k̂; NaN when fewer than 10 weights are finite or the tail's weights are all equal
-        (no tail to fit; arviz raises there).
+        (no tail to fit; arviz raises there). With many tied weights in the tail (plain AIS
+        on a lattice) the fit can come out small although the weights are degenerate: read
+        k̂ with the ESS (``SampleResult.problems`` does).
 
     Raises
     ------
@@ -186,7 +189,9 @@ def pareto_khat(log_w) -> float:
     try:
         # arviz-stats' psislw takes log-likelihoods and negates them (PSIS-LOO's log weights
         # are -log_lik), so the log weights go in negated
-        _, khat = array_stats.psislw(finite.max() - finite)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's, on tied tail weights
+            _, khat = array_stats.psislw(finite.max() - finite)
     except ValueError:  # arviz: "All tail values are the same" (no tail to fit)
         return math.nan
     return float(khat)

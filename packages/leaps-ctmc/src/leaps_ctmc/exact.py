@@ -19,7 +19,7 @@ from icml25_core import check_scalar
 
 from .nets import check_net_fits, corrector, rates
 from .paths import check_time
-from .sampler import time_grid
+from .sampler import check_uniform_start, time_grid
 
 __all__ = [
     "Enumeration", "WeightMoments", "enumerate_states", "euler_weight_moments",
@@ -232,11 +232,13 @@ def euler_weight_moments(path, net, n_steps: int, *, grid="uniform") -> WeightMo
     Raises
     ------
     ValueError
-        More than 2^16 states, n_steps < 1, a net that does not fit the path, a bad grid.
+        More than 2^16 states, n_steps < 1, a net that does not fit the path, a bad grid, a
+        path whose rho_0 is not uniform.
     TypeError
         `net` not an nn.Module.
     """
     check_net_fits(net, path)
+    check_uniform_start(path)
     n, q = path.n_sites, path.q
     if n * math.log(q) > math.log(MAX_DP_STATES) + 1e-9:
         raise ValueError(f"`path` has {q}^{n} states; the exact moments refuse more than 2^16")

@@ -27,6 +27,8 @@ from .paths import _Path, check_generator
 
 __all__ = ["time_grid", "SampleResult", "StiffStepWarning", "sample", "ais"]
 
+MAX_STEPS = 10**7  # grid steps: beyond this a grid (and a rollout) does not fit in memory
+
 # A step is stiff when h times a walker's total exit rate exceeds 1: the Euler jump probability
 # min(1, h * rate) is then clamped, and tau-leaping's per-site probability too (Ising).
 STIFF = 1.0
@@ -46,9 +48,9 @@ def time_grid(n_steps=None, *, dt=None, grid="uniform") -> torch.Tensor:
 
     Parameters
     ----------
-    n_steps : int >= 1, optional
+    n_steps : int in [1, 10^7], optional
         N. Give either `n_steps` or `dt`.
-    dt : float in (0, 1], optional
+    dt : float in [1e-7, 1], optional
         Uniform step; the last step is shortened so the grid ends at 1 exactly (the official
         code's ``int(1 / dt)`` steps stop short of 1 when dt does not divide 1).
     grid : {"uniform", "exp"} or callable, default="uniform"
@@ -58,17 +60,17 @@ def time_grid(n_steps=None, *, dt=None, grid="uniform") -> torch.Tensor:
     Raises
     ------
     ValueError
-        Neither or both of n_steps / dt, n_steps < 1, dt outside (0, 1], a callable grid that
-        is not increasing from 0 to 1 (within 1e-9).
+        Neither or both of n_steps / dt, n_steps outside [1, 10^7], dt outside [1e-7, 1], a
+        callable grid that is not increasing from 0 to 1 (within 1e-9).
     """
     if (n_steps is None) == (dt is None):
         raise ValueError("give exactly one of `n_steps` and `dt`")
     if dt is not None:
-        dt = float(check_scalar(dt, "dt", low=0.0, high=1.0, inclusive="right"))
+        dt = float(check_scalar(dt, "dt", low=1.0 / MAX_STEPS, high=1.0))
         n_steps = math.ceil(1.0 / dt - 1e-9)
         s = torch.clamp(torch.arange(n_steps + 1, dtype=torch.float64) * dt, max=1.0)
     else:
-        n_steps = int(check_scalar(n_steps, "n_steps", kind=int, low=1))
+        n_steps = int(check_scalar(n_steps, "n_steps", kind=int, low=1, high=MAX_STEPS))
         s = torch.linspace(0.0, 1.0, n_steps + 1, dtype=torch.float64)
     if grid == "uniform":
         t = s
@@ -135,7 +137,12 @@ class SampleResult:
     def problems(self) -> list[str]:
         """Why `log_z`, `log_z_se` and `ess` may not be trusted; empty when no check fails.
 
-        Checks: a stiff step (h x exit rate > 1, see :class:`StiffStepWarning`); Pareto
+        An empty list is not a certificate: no check here can see the O(h) bias of the Euler
+        step when no step is stiff (compare log Z at n_steps and 2 x n_steps; on <= 2^16
+        states :func:`leaps_ctmc.exact.euler_weight_moments` gives the discretised value).
+
+        Checks: resampling (the diagnostics then see only the weights since the last
+        resampling); a stiff step (h x exit rate > 1, see :class:`StiffStepWarning`); Pareto
         k̂ > 0.7, or fewer walkers than 10^{1 / (1 - k̂)}, the minimum sample size of
         Vehtari et al. (2024, Sec. 3.2), or k̂ not computable while ESS < 0.99; fewer than 100
         effective
@@ -144,6 +151,12 @@ class SampleResult:
         far above all others k̂ may even come out negative, so read them together.
         """
         found = []
+        if self.meta.get("n_resamples", 0):
+            found.append(
+                f"resampled: {self.meta['n_resamples']} resamplings; ess, log_z_se, log_z_ci "
+                "and pareto_k see only the weights since the last one, so they understate the "
+                "uncertainty of log_z (rerun without resample_threshold to measure it)"
+            )
         stiff = [f for f in self.meta.get("clamped_fraction", []) if f > 0]
         if stiff:
             found.append(
@@ -163,6 +176,19 @@ class SampleResult:
                 "error is unreliable"
             )
         return found
+
+
+def check_uniform_start(path) -> None:
+    """Raise ValueError unless rho_0 is uniform (J = 0 and no field at t = 0): the walkers start
+    from uniform draws and the weights estimate Z_1 / Z_0 only from there."""
+    try:
+        _ = path.log_z0  # the path's own check: J = 0 (and no field) at t = 0
+    except ValueError:
+        raise ValueError(
+            "`path` does not start from the uniform distribution (J or the field is non-zero "
+            "at t = 0): the sampler draws uniform start states; pass `x0` drawn from rho_0 or "
+            "start the path at J = 0"
+        ) from None
 
 
 def _gather(log_w: torch.Tensor) -> torch.Tensor:
@@ -224,13 +250,21 @@ def _warn_if_stiff(max_h_rate, clamped, n_steps, scheme):
     worst = max(max_h_rate)
     warnings.warn(
         f"LEAPS sampler ({scheme}): h x exit rate exceeded 1 at {len(stiff)} of {len(clamped)} "
-        f"steps (max {worst:.3g}, up to {100 * max(clamped):.1f} % of walkers), so the jump "
+        f"steps (max {worst:.4f}, up to {100 * max(clamped):.1f} % of walkers), so the jump "
         "probability was clamped and log Z, ESS and their errors describe the discretised "
-        f"process, not rho_1; use n_steps >= {math.ceil(n_steps * worst)} (same grid) so that "
-        "h x rate <= 1 everywhere",
+        f"process, not rho_1; try n_steps >= {suggested_steps(n_steps, worst)} (same grid). "
+        "Rates depend on the states visited, so check the new run's meta['max_h_rate'], and "
+        "compare log Z at n_steps and 2 x n_steps: a non-stiff step is still O(h)-biased",
         StiffStepWarning,
         stacklevel=3,
     )
+
+
+def suggested_steps(n_steps: int, max_h_rate: float) -> int:
+    """Steps for which h x rate would stay below about 1/2 at the worst step seen: the step
+    count scaled by 2 x max h·rate (the factor 2 leaves room for the rates of states the new
+    run visits; it is a suggestion, not a guarantee)."""
+    return math.ceil(2 * n_steps * max_h_rate)
 
 
 def sample(
@@ -295,7 +329,8 @@ def sample(
     Raises
     ------
     ValueError
-        n_walkers / n_steps < 1, unknown scheme, threshold outside (0, 1], a net whose q or
+        n_walkers / n_steps < 1, a path not starting from the uniform distribution without
+        `x0`, unknown scheme, threshold outside (0, 1], a net whose q or
         n_sites differs from the path's, a Potts path with q = 2 and a net (use IsingPath),
         bad x0.
     TypeError
@@ -324,6 +359,7 @@ def sample(
         else int(check_scalar(horizon, "horizon", kind=int, low=1, high=n_steps))
     )
     if x0 is None:
+        check_uniform_start(path)
         x = path.sample_base(n_walkers, generator)
     else:
         x = path.check_state(x0, "x0")

@@ -11,6 +11,7 @@ Under ``torch.distributed`` (e.g. ``torchrun``) the nets are wrapped in
 """
 
 import math
+import warnings
 from collections import deque
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from icml25_core import check_choice, check_scalar, progress
 
 from .loss import pinn_loss
 from .nets import check_net_fits
-from .sampler import sample, time_grid
+from .sampler import StiffStepWarning, sample, suggested_steps, time_grid
 
 __all__ = ["Trainer"]
 
@@ -33,7 +34,7 @@ def _steps_of(n_steps, dt) -> int:
         return 125 if n_steps is None else n_steps
     dt = float(check_scalar(dt, "dt", low=0.0, high=1.0, inclusive="right"))
     steps = round(1.0 / dt)
-    if abs(steps * dt - 1.0) > 1e-9:
+    if abs(steps * dt - 1.0) > 1e-6:  # a float32 dt = 0.1 is 1e-8 off
         low, high = math.floor(1 / dt), math.ceil(1 / dt)
         raise ValueError(
             f"`dt` = {dt} does not divide 1 (1 / dt = {1 / dt:.4g}); use dt = 1/{low} or "
@@ -70,7 +71,7 @@ class Trainer:
         `dt`, not both.
     dt : float, optional
         The step in the official configurations' units: n_steps = 1 / dt, which must be a
-        whole number (within 1e-9; dt = 0.008 -> 125). A dt that does not divide 1 is
+        whole number (within 1e-6; dt = 0.008 -> 125). A dt that does not divide 1 is
         refused rather than rounded (the official ``int(1 / dt)`` stops short of t = 1).
     grid : {"uniform", "exp"} or callable, default="uniform"
     curriculum_steps : int, default=20000
@@ -100,6 +101,9 @@ class Trainer:
         Steps done.
     history_ : list of float
         Loss per step.
+    worst_h_rate_ : float
+        Largest h x exit rate over the rollouts so far (> 1: stiff; ``fit`` then warns once
+        with :class:`StiffStepWarning`).
 
     Raises
     ------
@@ -156,6 +160,7 @@ class Trainer:
         )
         self.step_ = 0
         self.history_ = []
+        self.worst_h_rate_ = 0.0
 
     def horizon(self, step: int) -> int:
         """Rollout horizon (grid steps) at training step `step`: 1 during warm-up, then
@@ -172,11 +177,14 @@ class Trainer:
     def _rollout(self):
         was_training = self.net.training
         self.net.eval()
-        result = sample(
-            self.path, self.net, self.n_walkers, self.n_steps, grid=self.grid,
-            scheme=self.scheme, mcmc_sweeps=self.mcmc_sweeps, generator=self.generator,
-            keep_trajectory=True, horizon=self.horizon(self.step_),
-        )  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StiffStepWarning)  # one summary per fit instead
+            result = sample(
+                self.path, self.net, self.n_walkers, self.n_steps, grid=self.grid,
+                scheme=self.scheme, mcmc_sweeps=self.mcmc_sweeps, generator=self.generator,
+                keep_trajectory=True, horizon=self.horizon(self.step_),
+            )  # fmt: skip
+        self.worst_h_rate_ = max(self.worst_h_rate_, max(result.meta["max_h_rate"]))
         self.net.train(was_training)
         assert result.trajectory is not None  # keep_trajectory=True
         ts, xs = zip(*result.trajectory, strict=True)
@@ -243,6 +251,16 @@ class Trainer:
 
         Each step: a new rollout into the buffer every `refresh_every` steps, then one Adam step
         on the PINN loss of `batch_size` buffered (x, t) pairs.
+
+        Raises
+        ------
+        FloatingPointError
+            If the loss becomes NaN or infinite (the training diverged; lower `lr`).
+
+        Warns
+        -----
+        StiffStepWarning
+            Once, if a rollout's h x exit rate exceeded 1.
         """
         check_scalar(steps, "steps", kind=int, low=0)
         self.load()
@@ -255,6 +273,13 @@ class Trainer:
                 self._rollout()
             x, t = self._batch()
             loss = pinn_loss(self.path, self.net_ddp, self.fnet_ddp, x, t)
+            if not torch.isfinite(loss):
+                bar.close()
+                raise FloatingPointError(
+                    f"training diverged at step {self.step_}: the PINN loss is {loss.item()}; "
+                    f"lower `lr` (now {self.optimizer.param_groups[0]['lr']:g}). The last "
+                    "checkpoint (if any) holds the nets before the divergence"
+                )
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
@@ -267,4 +292,12 @@ class Trainer:
                 self.save()
         bar.close()
         self.save()
+        if self.worst_h_rate_ > 1:
+            warnings.warn(
+                f"training rollouts were stiff: h x exit rate reached {self.worst_h_rate_:.4f} "
+                f"> 1 (the Euler jump probability was clamped); consider n_steps >= "
+                f"{suggested_steps(self.n_steps, self.worst_h_rate_)}",
+                StiffStepWarning,
+                stacklevel=2,
+            )
         return self
