@@ -1,8 +1,15 @@
-"""Native int4 GEMM (quest-qat-kernels) vs bf16 ``matmul`` and ``torch._int_mm`` (spec §6).
+"""The converted W4A4 layer vs ``nn.Linear``, and the native int4 GEMM (quest-qat-kernels) vs bf16
+``matmul`` and ``torch._int_mm`` (spec §6).
 
-GPU only: shapes N x K in {4096², 11008 x 4096, 22016 x 4096, 8192²}, M in {1, 16, 4096} (M <= 16
-runs the split-K GEMV kernel, M > 16 the tiled one; both int8 ``mma.sync``); the output is checked
-exact against the reference before timing. Ratios are speed-ups of ours (> 1: ours faster).
+Layer (CPU and GPU): ``QuESTInt4Linear`` W4A4 forward (online Hadamard and activation codes, the
+int32 GEMM, the gemm-quest epilogue) against ``nn.Linear`` at the same shape, K = N = 4096, M = 1,
+16, 512, gated on its agreement with the fake-quantized layer (``bench_deploy.layer_vs_linear``;
+ratio = ours / nn.Linear). On the CPU the GEMM is ``torch._int_mm`` of the unpacked codes.
+
+Kernel (GPU only): shapes N x K in {4096², 11008 x 4096, 22016 x 4096, 8192²}, M in {1, 16,
+4096} (M <= 16 runs the split-K GEMV kernel, M > 16 the tiled one; both int8 ``mma.sync``); the
+output is checked exact against the reference before timing. Ratios are speed-ups of ours
+(> 1: ours faster).
 Spec targets: >= 2x bf16 at M = 1, N = K = 8192; >= 0.5x ``torch._int_mm`` at M = 4096
 (``_int_mm`` needs M > 16). Records, never asserts. Without a GPU or without
 ``quest-qat-kernels`` it says so and exits 0.
@@ -12,7 +19,8 @@ Run: ``python benchmarks/bench_int4_gemm.py``.
 import time
 
 import torch
-from quest_qat import int4_matmul, pack_int4
+from bench_deploy import run
+from quest_qat import QuESTConfig, int4_matmul, pack_int4
 from quest_qat.nn import int4_gemm
 
 
@@ -27,8 +35,10 @@ def timed(fn, repeats=20):
 
 
 def main():
+    dtypes = [torch.bfloat16] if torch.cuda.is_available() else [torch.float32, torch.bfloat16]
+    run({"W4A4": QuESTConfig(4, 4)}, [1, 16, 512], 4096, dtypes)
     if not torch.cuda.is_available():
-        print("bench_int4_gemm: no GPU here; nothing timed")
+        print("bench_int4_gemm: no GPU here; the native kernel was not timed")
         return
     try:
         import quest_qat_kernels

@@ -16,16 +16,37 @@ from quest_qat import (
     gaussian_mse,
     hadamard_matrix,
     int4_matmul,
+    load_quantized,
     mask_stats,
     optimal_gaussian_scale,
     pack_int4,
     prepare_,
     quantize_codes,
     quest_quantize,
+    save_quantized,
     unpack_int4,
 )
 from quest_qat.data import load_fortunes, load_text
 from torch import nn
+
+
+def _colwise(**kwargs):
+    from quest_qat.parallel import QuESTColwiseParallel
+
+    return QuESTColwiseParallel(**kwargs)
+
+
+def _rowwise(**kwargs):
+    from quest_qat.parallel import QuESTRowwiseParallel
+
+    return QuESTRowwiseParallel(**kwargs)
+
+
+def _shard(dim):
+    from torch.distributed.tensor import Shard
+
+    return Shard(dim)
+
 
 X = torch.randn(4, 128)
 NAN = X.clone()
@@ -163,6 +184,32 @@ CASES = [
     (lambda: PACTQuantizer(4)(NAN), ValueError, "NaN"),
     (lambda: QuESTConfig(2, 2, grid="fp4"), ValueError, "w_bits"),
     (lambda: QuESTConfig(4, 2, grid="fp4"), ValueError, "a_bits"),
+    # deployment paths (issue 28)
+    (
+        lambda: QuESTLinear(
+            nn.Parameter(torch.zeros(4, 128)), None, QuESTQuantizer(4), transposed="yes"
+        ),
+        TypeError,
+        "transposed",
+    ),
+    (
+        lambda: convert_(prepare_(nn.Sequential(nn.Linear(2**17, 1)), QuESTConfig(8, 8))),
+        ValueError,
+        r"K=131072 is too large.*W8A8",
+    ),
+    (
+        lambda: QuESTInt4Linear.from_quest(
+            prepare_(nn.Sequential(nn.Linear(128, 4)), QuESTConfig(8, 8))[0]
+        ),
+        ValueError,
+        "QuESTInt8Linear",
+    ),
+    (lambda: save_quantized("model", "/tmp"), TypeError, "model"),
+    (lambda: load_quantized(None, "/tmp"), TypeError, "model"),
+    (lambda: _colwise(output_layouts=_shard(0)), ValueError, "output_layouts"),
+    (lambda: _colwise(input_layouts=_shard(-1)), ValueError, "input_layouts"),
+    (lambda: _rowwise(output_layouts=_shard(-1)), ValueError, "output_layouts"),
+    (lambda: _rowwise(use_local_output="yes"), TypeError, "use_local_output"),
 ]
 
 

@@ -1,5 +1,5 @@
-"""Scale-out (spec §7): 2-rank gloo DDP and FSDP2 (``fully_shard``) training match one process
-to 1e-6."""
+"""Scale-out (spec §7): 2-rank gloo DDP, FSDP2 (``fully_shard``) and tensor-parallel
+(column-wise then row-wise QuEST layers) training match one process to 1e-6."""
 
 import os
 import sys
@@ -14,11 +14,11 @@ from icml25_core import free_port, process_group
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from ddp_worker import model_and_data, train  # noqa: E402
+from ddp_worker import model_and_data, tp_models_and_data, train  # noqa: E402
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["ddp", "fsdp2"])
+@pytest.mark.parametrize("mode", ["ddp", "fsdp2", "tp"])
 def test_two_ranks_match_one_process(mode, tmp_path):
     out = tmp_path / f"{mode}.pt"
     port = free_port()
@@ -31,8 +31,12 @@ def test_two_ranks_match_one_process(mode, tmp_path):
         ]
         codes = [p.wait(timeout=120) for p in procs]
     assert codes == [0, 0]
-    model, x, y = model_and_data()
-    single = train(model, x, y)
+    if mode == "tp":  # every rank trains on the whole batch: compare with the same steps
+        models, x, y = tp_models_and_data()
+        single = {f"{n}.{k}": v for n, m in models.items() for k, v in train(m, x, y).items()}
+    else:
+        model, x, y = model_and_data()
+        single = train(model, x, y)
     sharded = torch.load(out, weights_only=True)
     assert set(sharded) == set(single)
     for k in single:

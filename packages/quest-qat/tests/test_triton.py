@@ -113,3 +113,29 @@ def test_autograd_through_triton_backend(monkeypatch):
     assert torch.equal(mask_t, mask_r)
     # 1e-6 relative to the largest entry: fp32 sums of 128 products in a different order
     assert (grad_t - grad_r).abs().max().item() <= 1e-6 * max(1.0, grad_r.abs().max().item())
+
+
+@pytest.mark.parametrize("bits", [1, 4, 8])
+def test_forward_is_finite_and_homogeneous_at_the_float32_limit(bits):
+    """The kernel's online power-of-two row scale: rows of ~1e37 (whose squares overflow fp32)
+    give 2^90 times the result at ~1e10, bit for bit, and the reference's codes; the largest
+    float32 values give finite x̂ and Δ."""
+    g = torch.Generator().manual_seed(bits)
+    x = torch.randn(3, 256, generator=g, dtype=torch.float64).clamp(-4, 4)
+    x[1] = 3.0
+    alpha = optimal_gaussian_scale(bits)
+    x_ref, x_big = (x * 2.0**32).float().to(DEVICE), (x * 2.0**122).float().to(DEVICE)
+    xhat_r, bits_r, step_r = quest_fwd_triton(x_ref, bits, 128, 1.0, None, True, alpha)
+    xhat_b, bits_b, step_b = quest_fwd_triton(x_big, bits, 128, 1.0, None, True, alpha)
+    assert torch.equal(step_b, step_r * 2.0**90)
+    assert torch.equal(xhat_b, xhat_r * 2.0**90)
+    assert torch.equal(bits_b, bits_r)
+    codes_t, _, _ = quest_pack_triton(x_big, bits, 128, True, alpha)
+    codes_r, _ = quest_codes_naive(x_big, bits)
+    dist, _, _ = _boundary(x_big, bits)  # the σ sums run in another order
+    assert not bool(((codes_t != codes_r) & (dist >= 1e-5)).any())
+    top = torch.full((2, 128), torch.finfo(torch.float32).max, device=DEVICE)
+    top[1, ::2] *= -1
+    xhat, _, step = quest_fwd_triton(top, bits, 128, 1.0, None, True, alpha)
+    assert bool(torch.isfinite(xhat).all())
+    assert bool(torch.isfinite(step).all())

@@ -14,7 +14,7 @@ from .api import QuESTConfig, convert_, mask_stats, prepare_
 from .estimator import TrustSTE
 from .grid import OPTIMAL_GAUSSIAN_SCALES, gaussian_mse, grid_levels, optimal_gaussian_scale
 from .hadamard import block_hadamard, hadamard_matrix
-from .nn import QuESTInt4Linear, QuESTLinear
+from .nn import QuESTInt4Linear, QuESTInt8Linear, QuESTLinear
 from .packing import int4_matmul, pack_int4, unpack_int4
 from .quantizer import (
     AbsMaxSTEQuantizer,
@@ -27,6 +27,7 @@ from .quantizer import (
     quest_quantize,
 )
 from .scaling_law import PAPER_SCALING_LAW, ScalingLaw, load_paper_runs
+from .serialization import load_quantized, save_quantized
 
 __all__ = [
     "__version__",
@@ -35,9 +36,12 @@ __all__ = [
     "convert_",
     "QuESTConfig",
     "mask_stats",
+    "save_quantized",
+    "load_quantized",
     # layers and quantizers
     "QuESTLinear",
     "QuESTInt4Linear",
+    "QuESTInt8Linear",
     "quest_quantize",
     "quantize_codes",
     "QuESTQuantizer",

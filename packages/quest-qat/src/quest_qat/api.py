@@ -1,6 +1,7 @@
 """Model surgery in the torchao style: ``prepare_(model, QuESTConfig())`` before training,
 ``convert_(model)`` after it (QuEST §3: every transformer linear layer is quantized; embeddings,
-the LM head, norms and attention stay in full precision).
+the LM head, norms and attention stay in full precision). Layers are chosen by role: the output
+head is found through ``get_output_embeddings()`` (transformers' API) when the model has it.
 """
 
 import warnings
@@ -10,7 +11,15 @@ from torch import nn
 
 from ._validation import check_bits, check_block, check_bool, check_positive
 from .grid import GRIDS
-from .nn import QuESTInt4Linear, QuESTLinear, RotatedWeight, check_convertible
+from .nn import (
+    QuESTInt4Linear,
+    QuESTInt8Linear,
+    QuESTLinear,
+    RotatedWeight,
+    _is_conv1d,
+    check_convertible,
+    converted_class,
+)
 from .quantizer import QuESTQuantizer
 
 ON_INCOMPATIBLE = ("raise", "skip")
@@ -23,9 +32,10 @@ class QuESTConfig:
     Parameters
     ----------
     w_bits : int or None, default=4
-        Weight bits, 1..8 (None: full precision).
+        Weight bits, 1..8 (None: full precision, W16A*; :func:`convert_` keeps such layers).
     a_bits : int or None, default=4
-        Activation bits, 1..8 (None: full precision, i.e. W4A16-style).
+        Activation bits, 1..8 (None: full precision, W4A16; :func:`convert_` makes weight-only
+        integer layers).
     block : int or "auto", default=128
         Hadamard block (paper: 128). "auto" (our extension) takes the largest power of 2 <= 128
         that divides each layer's K.
@@ -111,8 +121,27 @@ def _quantizer(bits, block, config, which):
     )  # fmt: skip
 
 
+def _swappable(module: nn.Module) -> bool:
+    """A plain ``nn.Linear`` or transformers' GPT-2 ``Conv1D`` (its (K, N) weight is used
+    transposed); ``nn.Linear`` subclasses may override forward and are left alone."""
+    return type(module) is nn.Linear or _is_conv1d(module)
+
+
+def _output_head(model: nn.Module) -> nn.Module | None:
+    """The module ``model.get_output_embeddings()`` returns (transformers' API), if any."""
+    getter = getattr(model, "get_output_embeddings", None)
+    if not callable(getter):
+        return None
+    try:
+        head = getter()
+    except (NotImplementedError, AttributeError):
+        return None
+    return head if isinstance(head, nn.Module) else None
+
+
 def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None) -> nn.Module:
-    """Swap the ``nn.Linear`` layers of `model` for :class:`QuESTLinear`, in place.
+    """Swap the ``nn.Linear`` (and transformers ``Conv1D``) layers of `model` for
+    :class:`QuESTLinear`, in place.
 
     Parameters
     ----------
@@ -120,8 +149,10 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
     config : QuESTConfig, optional
         Defaults to ``QuESTConfig()`` (W4A4, block 128, trust 1).
     filter_fn : callable (module, fqn) -> bool, optional
-        Swap only where it returns True (as torchao's ``quantize_``). Layers named ``lm_head`` and
-        layers whose weight is tied to another module are always skipped.
+        Swap only where it returns True (as torchao's ``quantize_``). The output head is always
+        skipped: the module ``model.get_output_embeddings()`` returns (transformers models,
+        whatever its name, e.g. GPT-NeoX's former ``embed_out``) and any layer named
+        ``lm_head``; so are layers whose weight is tied to another module.
 
     Returns
     -------
@@ -144,17 +175,20 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
     config = QuESTConfig() if config is None else config
     if not isinstance(config, QuESTConfig):
         raise TypeError(f"`config` must be a QuESTConfig, got {type(config).__name__}")
-    if type(model) is nn.Linear:
+    if _swappable(model):
         raise TypeError(
-            "`model` is a bare nn.Linear, which prepare_ cannot replace in place: wrap it "
-            "(nn.Sequential(linear)) or use QuESTLinear.from_linear(linear, QuESTQuantizer(...))"
+            f"`model` is a bare {'Conv1D' if _is_conv1d(model) else 'nn.Linear'}, which prepare_ "
+            "cannot replace in place: "
+            "wrap it (nn.Sequential(linear)) or use "
+            "QuESTLinear.from_linear(linear, QuESTQuantizer(...))"
         )
     if filter_fn is not None and not callable(filter_fn):
         raise TypeError("`filter_fn` must be callable (module, fqn) -> bool")
     tied = _tied_ids(model)
+    head = _output_head(model)
     targets = []
     for fqn, module in model.named_modules():
-        if type(module) is not nn.Linear or fqn.split(".")[-1] == "lm_head":
+        if not _swappable(module) or module is head or fqn.split(".")[-1] == "lm_head":
             continue
         if id(module.weight) in tied or (filter_fn is not None and not filter_fn(module, fqn)):
             continue
@@ -171,19 +205,19 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
 
 
 def _why_nothing(model: nn.Module) -> str:
-    """What :func:`prepare_` found instead of a plain ``nn.Linear`` to swap (for its warning)."""
-    quest = sum(isinstance(m, QuESTLinear | QuESTInt4Linear) for m in model.modules())
-    # Only plain nn.Linear is swapped: subclasses may override forward, and transformers' Conv1D
-    # (GPT-2) stores W transposed, (K, N), so neither can keep its Parameters as a QuESTLinear.
+    """What :func:`prepare_` found instead of a layer to swap (for its warning)."""
+    quest = sum(
+        isinstance(m, QuESTLinear | QuESTInt4Linear | QuESTInt8Linear) for m in model.modules()
+    )
+    # nn.Linear subclasses may override forward, so they are not swapped.
     others = sorted(
         {
             type(m).__name__
             for m in model.modules()
-            if (isinstance(m, nn.Linear) and type(m) is not nn.Linear)
-            or type(m).__name__ == "Conv1D"
+            if isinstance(m, nn.Linear) and type(m) is not nn.Linear
         }
     )
-    reasons = ["no nn.Linear left outside lm_head, tied layers and filter_fn"]
+    reasons = ["no nn.Linear or Conv1D left outside the output head, tied layers and filter_fn"]
     if quest:
         reasons.append(f"the model already holds {quest} QuEST layers")
     if others:
@@ -193,13 +227,15 @@ def _why_nothing(model: nn.Module) -> str:
     return "; ".join(reasons)
 
 
-def _swap_linear(linear: nn.Linear, config: QuESTConfig, fqn: str = "") -> QuESTLinear | None:
-    """The :class:`QuESTLinear` that `config` makes of one `linear` (the swap of :func:`prepare_`).
+def _swap_linear(linear: nn.Module, config: QuESTConfig, fqn: str = "") -> QuESTLinear | None:
+    """The :class:`QuESTLinear` that `config` makes of one `linear` (``nn.Linear`` or GPT-2
+    ``Conv1D``; the swap of :func:`prepare_`).
 
     Returns None when K is not a multiple of the block and ``on_incompatible="skip"``; raises
     ValueError naming `fqn`, K and the block when ``on_incompatible="raise"``.
     """
-    k = linear.in_features
+    weight = linear.get_parameter("weight")
+    k = weight.shape[0] if _is_conv1d(linear) else weight.shape[1]
     block = _auto_block(k) if config.block == "auto" else int(config.block)
     if k % block:
         if config.on_incompatible == "skip":
@@ -221,7 +257,13 @@ def _set(model, fqn, layer):
 
 
 def convert_(model: nn.Module) -> nn.Module:
-    """Replace every :class:`QuESTLinear` of a prepared `model` with :class:`QuESTInt4Linear`.
+    """Replace every :class:`QuESTLinear` of a prepared `model` with its integer form.
+
+    Weights of 1-4 bits become :class:`QuESTInt4Linear` (packed two per byte), 5-8 bits
+    :class:`QuESTInt8Linear`. With activation codes (``a_bits`` 1-8) the layer runs an integer
+    GEMM (int4 kernel or ``torch._int_mm``) and the gemm-quest epilogue; with ``a_bits=None``
+    (W4A16, W8A16) it is weight-only: the activations are rotated but stay in their float dtype.
+    Each layer then gives its fake-quantized output to float rounding (weight-only: bit for bit).
 
     Returns
     -------
@@ -234,10 +276,12 @@ def convert_(model: nn.Module) -> nn.Module:
         If `model` is not an nn.Module, or is itself a bare :class:`QuESTLinear` (it cannot be
         replaced in place: use ``QuESTInt4Linear.from_quest(layer)``).
     NotImplementedError
-        FP4 grids, more than 4 bits, full-precision activations, or a sharded (DTensor) weight
-        (FSDP2 ``fully_shard``: convert an unsharded copy loaded from a full state dict).
+        W16A* (``w_bits=None``: the weight is not quantized, keep the QuESTLinear), FP4 grids
+        (training only), the AbsMax/LSQ/PACT baselines, ``half=False``, or a sharded (DTensor)
+        weight (FSDP2 ``fully_shard`` or tensor parallelism: convert an unsharded copy loaded
+        from a full state dict). The message lists the configurations that convert.
     ValueError
-        If a weight holds NaN or infinity.
+        If a weight holds NaN or infinity, or K is too large for an exact int32 GEMM.
 
     Every layer is checked before any is replaced, so a refusal leaves `model` unchanged; the
     message names the layer.
@@ -266,7 +310,7 @@ def convert_(model: nn.Module) -> nn.Module:
         except (NotImplementedError, ValueError) as err:
             raise type(err)(f"layer {fqn!r}: {err} (the model was left unchanged)") from None
     for fqn, layer in layers:
-        _set(model, fqn, QuESTInt4Linear.from_quest(layer))
+        _set(model, fqn, converted_class(layer).from_quest(layer))
     return model
 
 

@@ -10,14 +10,17 @@ import torch
 
 from .hadamard import _rotate
 from .kernels.quest import quest_bwd, quest_fwd
+from .kernels.quest.naive import compute_dtype, saturate
 
 
 class TrustSTE(torch.autograd.Function):
     """``x̂ = Q(x·H)`` (times ``Hᵀ`` unless `half`) with the trust-masked gradient.
 
     Inputs: ``x`` (M, K) floating; ``spec``, a dict with keys ``bits, block, trust, clip_scale,
-    rotate, half, grid, sparse48, alpha``; ``backend`` "torch" or "triton".
-    Outputs: ``x̂`` (M, K) in x's dtype, the mask (bool (M, K) or uint8 bitmap (M, K/8); not
+    rotate, half, grid, sparse48, alpha`` and optionally ``group`` (a process group over which
+    the rows are split along K: row-wise tensor parallelism); ``backend`` "torch" or "triton".
+    Outputs: ``x̂`` (M, K) in x's dtype (saturated at its largest finite value, so finite input
+    gives finite output), the mask (bool (M, K) or uint8 bitmap (M, K/8); not
     differentiable) and the step (M, 1) (not differentiable).
     """
 
@@ -35,13 +38,16 @@ class TrustSTE(torch.autograd.Function):
             sparse48=spec["sparse48"],
             backend=backend,
             alpha=spec["alpha"],
+            group=spec.get("group"),
         )
         if spec["rotate"] and not spec["half"]:
-            xhat = _rotate(xhat, spec["block"])
+            xhat = _rotate(xhat.to(compute_dtype(x.dtype)), spec["block"])
+        if xhat.dtype != x.dtype:  # x̂ beyond the range of fp16 (or bf16) saturates
+            xhat = saturate(xhat, x.dtype)
         ctx.save_for_backward(mask)
         ctx.spec, ctx.packed, ctx.dtype = spec, packed, x.dtype
         ctx.mark_non_differentiable(mask, step)
-        return xhat.to(x.dtype), mask, step
+        return xhat, mask, step
 
     @staticmethod
     def backward(ctx, grad, _grad_mask, _grad_step):

@@ -62,10 +62,11 @@ def unpack_int4(packed) -> torch.Tensor:
     """
     if not isinstance(packed, torch.Tensor) or packed.dtype != torch.uint8:
         raise TypeError("`packed` must be a torch.uint8 tensor")
-    p = packed.to(torch.int16)
-    lo, hi = p & 0xF, (p >> 4) & 0xF
-    both = torch.stack([lo, hi], dim=-1).reshape(*packed.shape[:-1], packed.shape[-1] * 2)
-    return torch.where(both >= 8, both - 16, both).to(torch.int8)
+    # arithmetic shifts of the signed bytes sign-extend each nibble (two's complement)
+    p = packed.view(torch.int8)
+    low = torch.bitwise_right_shift(torch.bitwise_left_shift(p, 4), 4)
+    high = torch.bitwise_right_shift(p, 4)
+    return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], packed.shape[-1] * 2)
 
 
 def int4_matmul(a_codes, qweight) -> torch.Tensor:

@@ -58,6 +58,8 @@ def _apply(x, spec):
         empty_step = x.new_empty((*shape[:-1], 1), dtype=torch.float32)
         return x.new_empty(shape), torch.ones(shape, dtype=torch.bool, device=x.device), empty_step
     backend = pick_backend(x2, block=spec["block"], grid=spec["grid"], sparse48=spec["sparse48"])
+    if spec["group"] is not None:  # σ over K-shards on several ranks: the reference
+        backend = "torch"
     xhat, mask, step = TrustSTE.apply(x2, spec, backend)
     if mask.dtype == torch.uint8:
         mask = unpack_mask(mask, shape[-1])
@@ -119,10 +121,19 @@ def quest_quantize(
     Returns
     -------
     x_hat : Tensor of shape (..., K), dtype of x
+        Finite for finite `x`: values beyond the dtype's range saturate at its largest finite
+        value (fp16: the Hadamard can grow an entry ``sqrt(block)`` times).
     mask : Tensor of shape (..., K), bool
         Where the gradient is trusted.
     step : Tensor of shape (..., 1), float32 (float64 for float64 input)
-        Δ (the FP4 unit for ``grid="fp4"``).
+        Δ (the FP4 unit for ``grid="fp4"``), saturated likewise.
+
+    Notes
+    -----
+    σ is computed on each row divided by a power of two near its largest magnitude (LAPACK
+    ``xNRM2`` scaling), so ``x_h²`` never overflows (it did for fp32 rows above ~1e18); the
+    scaling is exact, so the result is bit for bit that of the formulas above wherever they do
+    not overflow, and ``Q(2**k·x) = 2**k·Q(x)`` once the 1e-8 is negligible.
 
     Raises
     ------
@@ -141,11 +152,11 @@ def quest_quantize(
     return _apply(x, spec)
 
 
-def _spec(bits, block, trust, clip_scale, rotate, half, grid, sparse48):
+def _spec(bits, block, trust, clip_scale, rotate, half, grid, sparse48, group=None):
     alpha = optimal_gaussian_scale(bits)
     return dict(
         bits=bits, block=block, trust=trust, clip_scale=clip_scale, rotate=rotate, half=half,
-        grid=grid, sparse48=sparse48, alpha=alpha,
+        grid=grid, sparse48=sparse48, alpha=alpha, group=group,
     )  # fmt: skip
 
 
@@ -253,9 +264,16 @@ class QuESTQuantizer(nn.Module):
         """Whether forward returns x̂ in the Hadamard basis (a "half" quantizer with HT)."""
         return bool(self.rotate and self.half)
 
-    def forward(self, x):
-        """x (..., K) -> (..., K), dtype preserved. The fraction of trusted entries of the last
-        forward is kept in the non-persistent buffer ``mask_rate``.
+    def forward(self, x, group=None):
+        """x (..., K) -> (..., K), dtype preserved (x̂ beyond the dtype's range saturates at its
+        largest finite value). The fraction of trusted entries of the last forward is kept in the
+        non-persistent buffer ``mask_rate``.
+
+        `group` (a ``torch.distributed`` process group, default None) says that each row of `x`
+        is split along K over the group's ranks in equal shards of whole Hadamard blocks
+        (row-wise tensor parallelism, :class:`~quest_qat.parallel.QuESTRowwiseParallel`): the
+        rotation stays per shard and σ is the RMS of the whole row (an ``all_reduce`` of the
+        per-rank sums of squares), so each rank gets its shard of the unsharded x̂.
 
         Raises
         ------
@@ -268,7 +286,7 @@ class QuESTQuantizer(nn.Module):
         _check_k(x, self.block, self.rotate, self.sparse48)
         spec = _spec(
             self.bits, self.block, self.trust, self.clip_scale, self.rotate, self.half, self.grid,
-            self.sparse48,
+            self.sparse48, group,
         )  # fmt: skip
         xhat, mask, _ = _apply(x, spec)
         if mask.numel():

@@ -30,7 +30,7 @@ from torch import nn
 
 from icml25_core.extras import requires_extra
 
-from .api import QuESTConfig, _swap_linear
+from .api import QuESTConfig, _swap_linear, _swappable
 
 with requires_extra("quest-qat", "torchao"):
     from torchao.core.config import AOBaseConfig
@@ -50,8 +50,9 @@ class QuESTAOConfig(QuESTConfig, AOBaseConfig):
 
 @register_quantize_module_handler(QuESTAOConfig)
 def _quest_transform(module: nn.Module, config: QuESTAOConfig) -> nn.Module:
-    # filter_fn may select any module: only plain nn.Linear layers are swapped, as in prepare_.
-    if type(module) is not nn.Linear:
+    # filter_fn may select any module: only plain nn.Linear (and GPT-2 Conv1D) layers are
+    # swapped, as in prepare_.
+    if not _swappable(module):
         return module
     layer = _swap_linear(module, config)
     return module if layer is None else layer

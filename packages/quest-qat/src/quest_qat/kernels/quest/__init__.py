@@ -57,6 +57,7 @@ def _launch_fwd(x, bits, block, trust, clip_scale, rotate, alpha, mode):
         m, k, float(alpha), 0.0 if trust_inf else float(trust) / 2,
         float(clip_scale * alpha) if use_clip else 0.0,
         float(2**bits - 1), float(-(2 ** (bits - 1))), float(2 ** (bits - 1) - 1),
+        float(torch.finfo(x.dtype).max),
         BLOCK_M=BLOCK_M, HB=block, ROTATE=rotate, USE_CLIP=use_clip, TRUST_INF=trust_inf,
         MODE=mode,
     )  # fmt: skip
@@ -141,15 +142,18 @@ def unpack_mask(bits: torch.Tensor, k: int) -> torch.Tensor:
     return ((bits.to(torch.int32)[..., None] >> shifts) & 1).bool().reshape(bits.shape[0], k)
 
 
-def quest_fwd(x, bits, *, block, trust, clip_scale, rotate, grid, sparse48, backend, alpha):
+def quest_fwd(
+    x, bits, *, block, trust, clip_scale, rotate, grid, sparse48, backend, alpha, group=None
+):
     """Forward on (M, K): ``(x̂ rotated basis, mask, step, packed)``; `packed` says whether
-    `mask` is the Triton bitmap (True) or a bool tensor (False)."""
-    if backend == "triton":
+    `mask` is the Triton bitmap (True) or a bool tensor (False). A process `group` (rows split
+    along K over its ranks, row-wise tensor parallelism) takes the reference."""
+    if backend == "triton" and group is None:
         xhat, maskbits, step = quest_fwd_triton(x, bits, block, trust, clip_scale, rotate, alpha)
         return xhat, maskbits, step, True
     xhat, mask, step = quest_fwd_naive(
         x, bits, block=block, trust=trust, clip_scale=clip_scale, rotate=rotate, grid=grid,
-        sparse48=sparse48,
+        sparse48=sparse48, group=group,
     )  # fmt: skip
     return xhat, mask, step, False
 
