@@ -51,36 +51,86 @@ def check_input(x, name: str = "x", *, time_dim: int = 0, T: int | None = None):
     return x
 
 
-def check_tau(tau):
-    """τ > 1 (λ = 1 − 1/τ in (0, 1)); a float or a 0-d float tensor (learnable τ)."""
+def _check_neuron_tensor(value, name: str, step_shape, device, low: float, meaning: str):
+    """A float tensor of per-neuron values > `low`, broadcastable to one time step of x.
+
+    NumPy broadcasting aligns trailing axes: with ``step_shape = x.shape[1:]`` a [C] tensor
+    serves [T, B, C] input and a [C, 1, 1] tensor [T, B, C, H, W] input; a 0-d tensor is one
+    value for every neuron.
+    """
+    if not value.is_floating_point():
+        raise ValueError(f"`{name}` must be a float or a float tensor, got dtype {value.dtype}")
+    if value.numel() == 0:
+        raise ValueError(f"`{name}` must not be empty, got shape {tuple(value.shape)}")
+    if step_shape is not None:
+        step_shape = tuple(step_shape)
+        shape = tuple(value.shape)
+        fits = len(shape) <= len(step_shape) and all(
+            a in (1, b) for a, b in zip(shape[::-1], step_shape[::-1], strict=False)
+        )
+        if not fits:
+            raise ValueError(
+                f"`{name}` of shape {shape} must broadcast to one time step of x, "
+                f"{step_shape} (trailing axes aligned: [C] for [T, B, C] input, [C, 1, 1] for "
+                "[T, B, C, H, W])"
+            )
+    if device is not None and value.device != device:
+        raise ValueError(f"`{name}` must be on x's device {device}, got {value.device}")
+    if value.is_meta:
+        raise ValueError(f"`{name}` is on the meta device (no data)")
+    if torch.compiler.is_compiling():
+        return value
+    values = value.detach()
+    if not bool(torch.isfinite(values).all()):
+        raise ValueError(f"`{name}` must be finite, got NaN or infinity in {value!r}")
+    smallest = float(values.min())
+    if smallest <= low:
+        raise ValueError(f"`{name}` must be > {low:g} ({meaning}) everywhere, got {smallest}")
+    return value
+
+
+def check_tau(tau, step_shape=None, *, device=None):
+    """τ > 1 (λ = 1 − 1/τ in (0, 1)): a float, or a float tensor (learnable, or per neuron).
+
+    A tensor τ holds one value (0-d) or one per neuron group, broadcastable to `step_shape`
+    (``x.shape[1:]``; any shape when `step_shape` is None), on `device` when given.
+    """
     if isinstance(tau, torch.Tensor):
-        if tau.ndim != 0 or not tau.is_floating_point():
-            raise ValueError(f"`tau` must be a float or a 0-d float tensor, got {tau!r}")
-        value = float(tau.detach())
-        if not math.isfinite(value) or value <= 1:
-            raise ValueError(f"`tau` must be > 1 (finite), got {value}")
-        return tau
+        return _check_neuron_tensor(tau, "tau", step_shape, device, 1.0, "λ = 1 − 1/τ in (0, 1)")
     check_scalar(tau, "tau", low=1, inclusive="neither")
     if not math.isfinite(tau):
         raise ValueError(f"`tau` must be finite, got {tau}")
     return float(tau)
 
 
-def check_threshold(v_threshold):
-    """θ > 0, finite."""
+def check_threshold(v_threshold, step_shape=None, *, device=None):
+    """θ > 0, finite: a float, or a float tensor (learnable, or per neuron) as for `tau`."""
+    if isinstance(v_threshold, torch.Tensor):
+        return _check_neuron_tensor(
+            v_threshold, "v_threshold", step_shape, device, 0.0, "a positive threshold"
+        )
     check_scalar(v_threshold, "v_threshold", low=0, inclusive="neither")
     if not math.isfinite(v_threshold):
         raise ValueError(f"`v_threshold` must be finite, got {v_threshold}")
     return float(v_threshold)
 
 
-def check_threshold_fits(theta: float, dtype: torch.dtype):
+def value_range(value) -> tuple[float, float]:
+    """Smallest and largest entry of a float or a tensor (without gradient tracking)."""
+    if isinstance(value, torch.Tensor):
+        values = value.detach()
+        return float(values.min()), float(values.max())
+    return float(value), float(value)
+
+
+def check_threshold_fits(theta, dtype: torch.dtype):
     """θ must stay a finite positive number in the compute dtype (e.g. 1e300 overflows float32)."""
     info = torch.finfo(dtype)
-    if not info.tiny <= theta <= info.max:
+    low, high = value_range(theta)
+    if not (info.tiny <= low and high <= info.max):
         raise ValueError(
             f"`v_threshold` must lie in [{info.tiny:.3g}, {info.max:.3g}] to be represented in "
-            f"{dtype}, got {theta}"
+            f"{dtype}, got {low if low < info.tiny else high}"
         )
     return theta
 
@@ -135,7 +185,7 @@ def check_flag(value, name: str) -> bool:
     return value
 
 
-def check_reset(reset, v_reset, theta: float, convention: str):
+def check_reset(reset, v_reset, theta, convention: str):
     """Reset mode and reset potential, checked against the threshold and the convention.
 
     Raises
@@ -143,8 +193,8 @@ def check_reset(reset, v_reset, theta: float, convention: str):
     ValueError
         Unknown `reset`; non-finite `v_reset`; a non-zero `v_reset` with ``reset="soft"``
         (the soft reset subtracts θ, spikingjelly ``v_reset=None``); ``v_reset >= v_threshold``
-        (the neuron would fire at rest); a non-zero `v_reset` in the snntorch convention
-        (snntorch ``reset_mechanism="zero"`` resets to 0).
+        (the neuron would fire at rest; every entry of a per-neuron θ counts); a non-zero
+        `v_reset` in the snntorch convention (snntorch ``reset_mechanism="zero"`` resets to 0).
     TypeError
         If `v_reset` is not a real number.
     """
@@ -158,8 +208,9 @@ def check_reset(reset, v_reset, theta: float, convention: str):
             f"`v_reset` applies to reset='hard' only (the soft reset subtracts v_threshold), "
             f"got v_reset={v_reset} with reset='soft'"
         )
-    if reset == "hard" and v_reset >= theta:
-        raise ValueError(f"`v_reset` must be < v_threshold={theta}, got {v_reset}")
+    lowest_theta = value_range(theta)[0]  # θ may be per neuron: below every threshold
+    if reset == "hard" and v_reset >= lowest_theta:
+        raise ValueError(f"`v_reset` must be < v_threshold={lowest_theta}, got {v_reset}")
     if reset == "hard" and convention == "snntorch" and v_reset != 0.0:
         raise ValueError(
             "`v_reset` must be 0 with convention='snntorch' (snntorch's reset_mechanism='zero' "

@@ -13,6 +13,7 @@ import torch
 
 from icml25_core import check_choice
 
+from ._layout import NeuronLayout
 from ._validation import (
     check_alphas,
     check_convention,
@@ -102,11 +103,17 @@ def fpt_lif(
     ----------
     x : Tensor, shape [T, ...], float32 | float64 | bfloat16 | float16
         Input current per step (already weighted), spikingjelly's multi-step layout.
-    tau : float or 0-d Tensor, default=2.0
+    tau : float or Tensor, default=2.0
         Membrane time constant in steps, > 1 (official 2, λ = 1 − 1/τ = 0.5); a tensor with
-        ``requires_grad`` makes τ learnable (``dense``/``chunked`` only).
-    v_threshold : float, default=1.0
-        Threshold θ > 0 (official 1).
+        ``requires_grad`` makes τ learnable. A tensor broadcastable to one time step
+        ``x.shape[1:]`` (trailing axes aligned) gives each neuron group its own τ (PLIF-style
+        per-channel τ, Fang et al., ICCV 2021): [C] for [T, B, C] input, [C, 1, 1] for
+        [T, B, C, H, W]. Λ is then per neuron, ``Λ[t, j, n] = λ_n^{t−j}``, run as one T×T
+        matrix per group (memory G·T², G = τ's entries). A learnable or per-neuron τ runs
+        ``dense``/``chunked`` only.
+    v_threshold : float or Tensor, default=1.0
+        Threshold θ > 0 (official 1); a tensor broadcasts like `tau` (per neuron) and with
+        ``requires_grad`` is learnable (``dense``/``chunked`` only).
     K : int, default=3
         Number of evaluations (1 initial + K−1 refinements; official 3), at most 10000. Exact
         for K >= T with ``spike_fn="heaviside"``.
@@ -128,7 +135,8 @@ def fpt_lif(
         Reset matrix ``A = Λ − I`` (fire on u >= θ) or ``A = (Λ − I)/λ`` (fire on u > θ).
     method : {"auto", "dense", "chunked", "triton"}, default="auto"
         Kernel: full T×T matmuls, 64-step blocks with carries, or the fused Triton kernel.
-        ``reset="hard"`` runs dense only ("auto" picks it; "chunked"/"triton" raise).
+        ``reset="hard"`` runs dense only ("auto" picks it; "chunked"/"triton" raise); a
+        per-neuron (non-0-d) `tau` or `v_threshold` runs dense or chunked ("triton" raises).
     generator : torch.Generator, optional
         RNG of the Bernoulli draw (default: torch's global RNG).
     reset : {"soft", "hard"}, default="soft"
@@ -159,13 +167,17 @@ def fpt_lif(
     TypeError
         If `x` is not a float tensor.
     ValueError
-        If `x` is 0-d, empty or non-finite; `tau` <= 1; `v_threshold` <= 0 or beyond the range
-        of the compute dtype (float32 for float32/half inputs); `K` < 1 or > 10000; `alphas`
-        is not K positive values; a string option is unknown; `v_reset` is out of range (see
-        :func:`fpt_snn.lif_sequential`); `v_init` has the wrong shape or device or is
-        non-finite; or ``method="chunked"|"triton"`` with ``reset="hard"``.
+        If `x` is 0-d, empty or non-finite; an entry of `tau` is <= 1 or non-finite; an entry
+        of `v_threshold` is <= 0, non-finite or beyond the range of the compute dtype (float32
+        for float32/half inputs); a tensor `tau`/`v_threshold` is empty, not float, on another
+        device than `x` or does not broadcast to ``x.shape[1:]``; `K` < 1 or > 10000;
+        `alphas` is not K positive values; a string option is unknown; `v_reset` is out of
+        range (see :func:`fpt_snn.lif_sequential`); `v_init` has the wrong shape or device or
+        is non-finite; ``method="chunked"|"triton"`` with ``reset="hard"``; or
+        ``method="triton"`` with a per-neuron `tau` or `v_threshold`.
     RuntimeError
-        If ``method="triton"`` cannot run here (message names the fallback).
+        If ``method="triton"`` cannot run here, or `tau`, `v_threshold` or `alphas` need a
+        gradient with it (message names the fallback).
     TypeError
         Also if `decay_input` or `return_state` is not a bool, or `v_init` not a float tensor.
 
@@ -183,8 +195,9 @@ def fpt_lif(
     torch.Size([16, 4, 10])
     """
     check_input(x)
-    tau = check_tau(tau)
-    theta = check_threshold(v_threshold)
+    step_shape = x.shape[1:]
+    tau = check_tau(tau, step_shape, device=x.device)
+    theta = check_threshold(v_threshold, step_shape, device=x.device)
     K = check_K(K)
     alpha_values = check_alphas(alphas, K) or default_alphas(K)
     check_choice(spike_fn, "spike_fn", SPIKE_FNS)
@@ -200,52 +213,60 @@ def fpt_lif(
         raise TypeError(f"`generator` must be a torch.Generator, got {type(generator).__name__}")
     learn_alpha = isinstance(alphas, torch.Tensor) and alphas.requires_grad
     learn_tau = isinstance(tau, torch.Tensor) and tau.requires_grad
+    learn_theta = isinstance(theta, torch.Tensor) and theta.requires_grad
+    per_neuron = any([isinstance(p, torch.Tensor) and p.ndim > 0 for p in (tau, theta)])
     T = x.shape[0]
     kind = resolve_method(
-        method, T, on_cuda=x.is_cuda, needs_param_grad=learn_alpha or learn_tau,
-        hard_reset=reset == "hard",
+        method, T, on_cuda=x.is_cuda, needs_param_grad=learn_alpha or learn_tau or learn_theta,
+        hard_reset=reset == "hard", per_neuron=per_neuron,
     )  # fmt: skip
     work = _work_dtype(x)
     check_threshold_fits(theta, work)
     heaviside = spike_fn == "heaviside"
     strict = convention == "snntorch"
     alpha_arg = alphas.to(work) if learn_alpha else alpha_values
+    # Neurons flattened to [T, N] with τ's groups contiguous (one Λ per group, _layout).
+    layout = NeuronLayout(step_shape, tau)
     with torch.autocast(device_type=x.device.type, enabled=False):
         lam = decay_from_tau(tau)
         lam = lam.to(work) if isinstance(lam, torch.Tensor) else lam
+        lam_n = layout.per_neuron(lam)  # float, [] or [N]
+        theta = theta.to(work) if isinstance(theta, torch.Tensor) else theta
+        theta_n = layout.per_neuron(theta)
         x2 = _drive(
-            x.reshape(T, -1).to(work), lam, decay_input=decay_input,
-            v_init=None if v_init is None else v_init.reshape(-1).to(work), theta=theta,
-            reset=reset, v_reset=v_reset, convention=convention,
+            layout.flatten(x).to(work), lam_n, decay_input=decay_input,
+            v_init=None if v_init is None else layout.flatten_step(v_init).to(work),
+            theta=theta_n, reset=reset, v_reset=v_reset, convention=convention,
         )  # fmt: skip
+        tau_g = layout.per_group(tau)  # one τ per group of the operators
         if kind == "triton":
             slopes = tuple(backward_slope(a, surrogate) for a in alpha_values)
             s = run_triton(
-                x2, float(lam), theta, alpha_values, slopes,
+                x2, float(lam), float(theta), alpha_values, slopes,
                 convention=convention, heaviside=heaviside, strict=strict,
             )  # fmt: skip
         elif kind == "chunked":
             s = fpt_chunked(
-                x2, lam, theta, alpha_arg,
+                x2, layout.per_group(lam), theta_n, alpha_arg,
                 convention=convention, heaviside=heaviside, strict=strict, surrogate=surrogate,
             )  # fmt: skip
         elif reset == "hard":
-            L = lambda_matrix(T, tau, dtype=work, device=x.device)
+            L = lambda_matrix(T, tau_g, dtype=work, device=x.device)
             s = fpt_dense_hard(
-                x2, L, theta - v_reset, alpha_arg,
+                x2, L, theta_n - v_reset, alpha_arg,
                 heaviside=heaviside, strict=strict, surrogate=surrogate,
             )  # fmt: skip
         else:
-            L = lambda_matrix(T, tau, dtype=work, device=x.device)
-            R = reset_matrix(T, tau, convention, dtype=work, device=x.device)
+            L = lambda_matrix(T, tau_g, dtype=work, device=x.device)
+            R = reset_matrix(T, tau_g, convention, dtype=work, device=x.device)
             s = fpt_dense(
-                x2, L, R, -theta, theta, alpha_arg,
+                x2, L, R, -theta_n, theta_n, alpha_arg,
                 heaviside=heaviside, strict=strict, surrogate=surrogate,
             )  # fmt: skip
         o = sample_spikes(s, sample, generator)
         if return_state:
-            state = _final_state(x2, o, lam, theta, reset, v_reset, convention)
-    out = o.reshape(x.shape).to(x.dtype)
+            state = _final_state(x2, o, lam_n, theta_n, reset, v_reset, convention)
+    out = layout.restore(o).to(x.dtype)
     if return_state:
-        return out, state.reshape(x.shape[1:]).to(x.dtype)
+        return out, layout.restore_step(state).to(x.dtype)
     return out

@@ -37,18 +37,19 @@ def decay_from_tau(tau):
 
     Parameters
     ----------
-    tau : float or 0-d Tensor
-        Membrane time constant in time steps, > 1 (official default 2, i.e. λ = 0.5).
+    tau : float or Tensor, any shape, float
+        Membrane time constant in time steps, > 1 (official default 2, i.e. λ = 0.5); a tensor
+        holds one τ per neuron group (per-channel τ).
 
     Returns
     -------
-    float or 0-d Tensor
-        λ in (0, 1), same type as `tau` (differentiable in a tensor τ).
+    float or Tensor
+        λ in (0, 1), same type and shape as `tau` (differentiable in a tensor τ).
 
     Raises
     ------
     ValueError, TypeError
-        If `tau` is not a real number > 1.
+        If `tau` is not a real number or float tensor with every entry finite and > 1.
 
     Notes
     -----
@@ -97,28 +98,31 @@ def lambda_matrix(T, tau=2.0, *, dtype=torch.float32, device=None):
     ----------
     T : int
         Number of time steps, >= 1.
-    tau : float or 0-d Tensor, default=2.0
-        Membrane time constant (λ = 1 − 1/τ); a tensor keeps Λ differentiable in τ.
+    tau : float or Tensor, shape P, default=2.0
+        Membrane time constant (λ = 1 − 1/τ); a tensor keeps Λ differentiable in τ, and a
+        tensor of shape P (e.g. [G], one τ per neuron group) gives one Λ per entry.
     dtype : torch.dtype, default=torch.float32
         Built in float32 or float64 (λ^k underflows in float16; spec §9).
     device : torch.device, optional
 
     Returns
     -------
-    Tensor, shape [T, T]
-        Lower-triangular, ones on the diagonal.
+    Tensor, shape [*P, T, T] ([T, T] for a float or 0-d τ)
+        Lower-triangular, ones on the diagonal: ``Λ[..., t, j] = λ^(t−j)`` per entry of τ.
 
     Raises
     ------
     ValueError, TypeError
-        If `T` < 1 or `tau` <= 1.
+        If `T` < 1 or an entry of `tau` is <= 1 or non-finite.
 
     Notes
     -----
-    Source: paper Sec. 3, unrolled LIF ``u = Λx − θAs`` (spec §2).
+    Source: paper Sec. 3, unrolled LIF ``u = Λx − θAs`` (spec §2); per-neuron λ as in PLIF
+    (Fang et al., "Incorporating Learnable Membrane Time Constant to Enhance Learning of Spiking
+    Neural Networks", ICCV 2021), where every neuron group has its own τ.
     """
     T = check_T(T)
-    lam = _lam_tensor(tau, dtype, device)
+    lam = _lam_tensor(tau, dtype, device)[..., None, None]
     t = torch.arange(T, device=device)
     diff = (t[:, None] - t[None, :]).to(dtype)
     mask = diff >= 0
@@ -136,13 +140,14 @@ def reset_matrix(T, tau=2.0, convention="spikingjelly", *, dtype=torch.float32, 
     ----------
     T : int
         Number of time steps, >= 1.
-    tau : float or 0-d Tensor, default=2.0
+    tau : float or Tensor, shape P, default=2.0
+        As in :func:`lambda_matrix` (one A per entry of a tensor τ).
     convention : {"spikingjelly", "snntorch"}, default="spikingjelly"
     dtype, device : as in :func:`lambda_matrix`.
 
     Returns
     -------
-    Tensor, shape [T, T]
+    Tensor, shape [*P, T, T] ([T, T] for a float or 0-d τ)
         Nilpotent (A^T = 0), which makes the fixed-point iteration exact after T evaluations.
 
     Raises
@@ -156,17 +161,17 @@ def reset_matrix(T, tau=2.0, convention="spikingjelly", *, dtype=torch.float32, 
     """
     convention = check_convention(convention)
     lam_mat = lambda_matrix(T, tau, dtype=dtype, device=device)
-    eye = torch.eye(lam_mat.shape[0], dtype=dtype, device=device)
+    eye = torch.eye(lam_mat.shape[-1], dtype=dtype, device=device)
     reset = lam_mat - eye
     if convention == "snntorch":
-        reset = reset / _lam_tensor(tau, dtype, device)
+        reset = reset / _lam_tensor(tau, dtype, device)[..., None, None]
     return reset
 
 
 def _powers_from_end(lam, T, like, shift=0):
-    """Column ``λ^(T−1−shift−j)`` for j = 0..T−1 (shape [T, 1], broadcasts over neurons)."""
+    """``λ^(T−1−shift−j)`` for j = 0..T−1: shape [T, 1] for one λ, [T, N] for λ per neuron."""
     exps = torch.arange(T - 1 - shift, -1 - shift, -1, device=like.device, dtype=like.dtype)
-    return torch.pow(lam, exps.clamp(min=0))[:, None]
+    return torch.pow(lam, exps.clamp(min=0)[:, None])
 
 
 def _fires(u, theta, convention):
@@ -263,10 +268,13 @@ def lif_sequential(
     ----------
     x : Tensor, shape [T, ...], float16 | bfloat16 | float32 | float64
         Input current per step (already weighted), in units of the threshold's scale.
-    tau : float or 0-d Tensor, default=2.0
-        Membrane time constant in steps (official default 2, λ = 0.5).
-    v_threshold : float, default=1.0
-        Firing threshold θ > 0 (official default 1).
+    tau : float or Tensor, default=2.0
+        Membrane time constant in steps (official default 2, λ = 0.5). A tensor broadcastable
+        to one time step ``x.shape[1:]`` (trailing axes aligned, NumPy rule) gives each neuron
+        its own τ: shape [C] for [T, B, C] input, [C, 1, 1] for [T, B, C, H, W] (per-channel
+        τ as in PLIF, Fang et al., ICCV 2021); a 0-d tensor is one τ.
+    v_threshold : float or Tensor, default=1.0
+        Firing threshold θ > 0 (official default 1); a tensor broadcasts like `tau`.
     convention : {"spikingjelly", "snntorch"}, default="spikingjelly"
     surrogate : callable, optional
         ``surrogate(u − θ) -> spikes``, e.g. :func:`fpt_snn.sigmoid_surrogate`; it must give the
@@ -304,8 +312,10 @@ def lif_sequential(
         If `x` is not a float tensor, `v_init` not a float tensor, or `decay_input` /
         `return_state` not bools.
     ValueError
-        If `x` is 0-d, empty or non-finite, `tau` <= 1, `v_threshold` <= 0, `convention` or
-        `reset` is unknown, `v_reset` is out of range (see ``reset``), or `v_init` has the
+        If `x` is 0-d, empty or non-finite; an entry of `tau` is <= 1 or non-finite, or of
+        `v_threshold` <= 0 or non-finite; a tensor `tau`/`v_threshold` is empty, not float,
+        on another device than `x` or does not broadcast to ``x.shape[1:]``; `convention` or
+        `reset` is unknown; `v_reset` is out of range (see ``reset``); or `v_init` has the
         wrong shape or device or is non-finite.
 
     Notes
@@ -316,8 +326,8 @@ def lif_sequential(
     "subtract"|"zero")`` with its default ``reset_delay=True``.
     """
     check_input(x)
-    tau = check_tau(tau)
-    theta = check_threshold(v_threshold)
+    tau = check_tau(tau, x.shape[1:], device=x.device)
+    theta = check_threshold(v_threshold, x.shape[1:], device=x.device)
     convention = check_convention(convention)
     reset, v_reset = check_reset(reset, v_reset, theta, convention)
     decay_input = check_flag(decay_input, "decay_input")
@@ -328,8 +338,10 @@ def lif_sequential(
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     xs = x.to(work)
     lam = decay_from_tau(tau)
-    if isinstance(lam, torch.Tensor):
+    if isinstance(lam, torch.Tensor):  # per-neuron τ broadcasts against each step's [...]
         lam = lam.to(work)
+    if isinstance(theta, torch.Tensor):
+        theta = theta.to(work)
     drive = (1 - lam) * xs if decay_input else xs
     hard = reset == "hard"
     if v_init is not None:

@@ -39,9 +39,49 @@ from .surrogate import sample_spikes
 EVAL_SAMPLES = ("bernoulli", "threshold", "none", "lif")
 
 
-def _tau_from_raw32(w: float) -> float:
-    """τ = 1/σ(w) as the float32 parameter computes it (inf once σ(w) underflows)."""
-    return float(1.0 / torch.sigmoid(torch.tensor(w, dtype=torch.float32)))
+def _detached(value):
+    """A tensor without its autograd graph (a float unchanged): the exact LIF of eval mode."""
+    return value.detach() if isinstance(value, torch.Tensor) else value
+
+
+def _tau_from_raw32(w: torch.Tensor) -> float:
+    """Largest τ = 1/σ(w) as the float32 parameter computes it (inf once σ(w) underflows)."""
+    return float((1.0 / torch.sigmoid(w.to(torch.float32))).max())
+
+
+def _per_channel(value, name: str):
+    """A real number as a float; a sequence or 1-D tensor of C numbers as a [C] float64 tensor.
+
+    Raises
+    ------
+    TypeError
+        If `value` is neither (a string, a bool, a 2-D tensor, a non-float tensor, ...).
+    ValueError
+        If the sequence is empty.
+    """
+    if isinstance(value, torch.Tensor):
+        if value.ndim == 0:
+            raise TypeError(f"`{name}` must be a float or C per-channel values, got a 0-d tensor")
+        values = value.detach().cpu().to(torch.float64)
+        if value.ndim != 1 or not value.is_floating_point():
+            raise TypeError(
+                f"`{name}` must be a float or a 1-D float tensor of C per-channel values, got "
+                f"shape {tuple(value.shape)} dtype {value.dtype}"
+            )
+    elif isinstance(value, list | tuple):
+        if any(isinstance(v, bool) or not isinstance(v, int | float) for v in value):
+            raise TypeError(f"`{name}` must hold real numbers, got {value!r}")
+        values = torch.tensor([float(v) for v in value], dtype=torch.float64)
+    else:
+        return value  # a scalar: checked by check_tau / check_threshold
+    if values.numel() == 0:
+        raise ValueError(f"`{name}` must hold at least one per-channel value, got {value!r}")
+    return values
+
+
+def _softplus_inverse(theta: torch.Tensor) -> torch.Tensor:
+    """w with softplus(w) = θ > 0: ``w = θ + log(−expm1(−θ))`` (stable for small and large θ)."""
+    return theta + torch.log(-torch.expm1(-theta))
 
 
 class FPTLIF(nn.Module):
@@ -51,10 +91,13 @@ class FPTLIF(nn.Module):
     ----------
     T : int
         Number of time steps the layer is built for (>= 1).
-    tau : float, default=2.0
-        Membrane time constant in steps, > 1 (official 2).
-    v_threshold : float, default=1.0
-        Threshold θ > 0 (official 1).
+    tau : float or sequence of C floats or Tensor, shape [C], default=2.0
+        Membrane time constant in steps, > 1 (official 2). C values give one τ per channel
+        (PLIF-style; Fang et al., "Incorporating Learnable Membrane Time Constant to Enhance
+        Learning of Spiking Neural Networks", ICCV 2021), along axis `channel_dim` of the input.
+    v_threshold : float or sequence of C floats or Tensor, shape [C], default=1.0
+        Threshold θ > 0 (official 1); C values give one θ per channel (the same C as `tau`
+        when both are per channel).
     K : int, default=3
         Evaluations (official 3); see :func:`fpt_snn.fpt_lif`.
     alphas : sequence of K floats, optional
@@ -67,19 +110,35 @@ class FPTLIF(nn.Module):
         ``1[s >= 0.5]``, the deterministic probabilities ``s^{K−1}`` themselves, or the exact
         sequential LIF (:func:`fpt_snn.lif_sequential`, deterministic) for deployment.
     learnable_tau : bool, default=False
-        Learn τ through ``1/τ = sigmoid(w)`` (keeps τ > 1; init w = −ln(τ − 1)).
+        Learn τ through ``1/τ = sigmoid(w)`` (keeps τ > 1; init w = −ln(τ − 1)), PLIF's
+        parametrisation (Fang et al., ICCV 2021, Eq. 5; spikingjelly ``ParametricLIFNode``);
+        one w per channel when `tau` has C values, else one for the layer.
+    learnable_threshold : bool, default=False
+        Learn θ through ``θ = softplus(w) = ln(1 + e^w)`` (keeps θ > 0 without clamping, so
+        the gradient never vanishes at a bound; init ``w = θ + ln(1 − e^{−θ})``); one w per
+        channel when `v_threshold` has C values. Learnable thresholds as in LTMD (Wang et al.,
+        "LTMD: Learning Improvement of Spiking Neural Networks with Learnable Thresholding
+        Neurons and Moderate Dropout", NeurIPS 2022); softplus for positivity as in Dugas
+        et al., "Incorporating Second-Order Functional Knowledge for Better Option Pricing",
+        NeurIPS 2000. The gradient reaches w through the threshold of every evaluation
+        (``h = C − θ − θAs``) and, with ``reset="soft"``, through the subtracted θ.
     learnable_lambda : bool, default=False
         Learn a T×T decay W (init Λ) and a per-step bias (init −θ), official seq-CIFAR option:
         ``h^k = tril(W)(x − θ s^{k−1}) + θ s^{k−1} + b``; W is masked lower-triangular in every
-        forward (causal). spikingjelly convention only; runs the dense kernel (`method` must
-        be "auto" or "dense").
+        forward (causal). spikingjelly convention only, with one scalar, fixed τ and θ; runs
+        the dense kernel (`method` must be "auto" or "dense").
     learnable_alpha : bool, default=False
         Learn one positive scale c on the slope schedule (``α_k = c · alphas_k``, init c = 1).
     convention : {"spikingjelly", "snntorch"}, default="spikingjelly"
     time_dim : int, default=0
         Axis of time in the input (0: spikingjelly [T, N, ...]; 1: batch-first [N, T, ...]).
+    channel_dim : int, default=2
+        Axis of the input (counted with its time axis) that holds the C channels of a
+        per-channel `tau` / `v_threshold`: 2 for spikingjelly's [T, B, C] and [T, B, C, H, W]
+        and for batch-first [B, T, C, ...]; use -1 for channels-last. Unused with scalars.
     method : {"auto", "dense", "chunked", "triton"}, default="auto"
-        Kernel, as in :func:`fpt_snn.fpt_lif` (``reset="hard"`` runs dense only).
+        Kernel, as in :func:`fpt_snn.fpt_lif` (``reset="hard"`` runs dense only; a
+        per-channel or learnable τ or θ runs dense or chunked, "triton" raises).
     reset : {"soft", "hard"}, default="soft"
         Subtract θ (official; spikingjelly ``v_reset=None``) or set to `v_reset`
         (spikingjelly ``LIFNode``'s default, snntorch ``"zero"``); see :func:`fpt_snn.fpt_lif`.
@@ -92,11 +151,15 @@ class FPTLIF(nn.Module):
     Raises
     ------
     ValueError, TypeError
-        On out-of-range numbers (also a `v_threshold`, or a learnable `tau`, beyond float32's
-        range), unknown options, ``learnable_lambda`` with the snntorch convention, with
-        ``learnable_tau``, with ``eval_sample="lif"``, with the hard reset or `decay_input`,
-        or with a `method` other than "auto" or "dense"; a `v_reset` out of range (see
-        :func:`fpt_snn.lif_sequential`); ``method="chunked"|"triton"`` with the hard reset.
+        On out-of-range numbers (every entry of a per-channel `tau` > 1 and `v_threshold`
+        > 0, finite; also a `v_threshold`, or a learnable `tau`, beyond float32's range), a
+        `tau` / `v_threshold` that is not a float or 1-D C values (TypeError), per-channel
+        `tau` and `v_threshold` of different C, unknown options, ``learnable_lambda`` with
+        the snntorch convention, with ``learnable_tau`` or ``learnable_threshold``, with a
+        per-channel `tau` or `v_threshold`, with ``eval_sample="lif"``, with the hard reset
+        or `decay_input`, or with a `method` other than "auto" or "dense"; a `v_reset` out of
+        range (see :func:`fpt_snn.lif_sequential`); ``method="chunked"|"triton"`` with the
+        hard reset; ``method="triton"`` with a per-channel or learnable τ or θ.
 
     Notes
     -----
@@ -117,9 +180,15 @@ class FPTLIF(nn.Module):
     >>> layer = FPTLIF(T=8)
     >>> layer(torch.randn(8, 2, 5)).shape
     torch.Size([8, 2, 5])
+    >>> plif = FPTLIF(T=8, tau=[2.0, 3.0, 4.0, 5.0, 6.0], learnable_tau=True,
+    ...               learnable_threshold=True)  # one τ per channel (axis 2), learnable θ
+    >>> plif(torch.randn(8, 2, 5)).shape
+    torch.Size([8, 2, 5])
     """
 
     alpha_base: torch.Tensor  # registered buffer: the K slopes before the learnable scale
+    tau_channels: torch.Tensor | None  # non-persistent buffer: a fixed per-channel τ
+    threshold_channels: torch.Tensor | None  # non-persistent buffer: a fixed per-channel θ
 
     def __init__(
         self,
@@ -139,14 +208,22 @@ class FPTLIF(nn.Module):
         reset="soft",
         v_reset=0.0,
         decay_input=False,
+        learnable_threshold=False,
+        channel_dim=2,
     ):
         super().__init__()
         self.T = check_T(T)
-        tau = check_tau(tau)
-        if isinstance(tau, torch.Tensor):
-            raise TypeError("`tau` must be a float; use learnable_tau=True to learn it")
-        self.v_threshold = check_threshold(v_threshold)
-        check_threshold_fits(self.v_threshold, torch.float32)  # parameters/buffers are float32
+        tau = check_tau(_per_channel(tau, "tau"))
+        theta = check_threshold(_per_channel(v_threshold, "v_threshold"))
+        check_threshold_fits(theta, torch.float32)  # parameters/buffers are float32
+        sizes = {name: v.numel() for name, v in (("tau", tau), ("v_threshold", theta))
+                 if isinstance(v, torch.Tensor)}  # fmt: skip
+        if len(set(sizes.values())) > 1:
+            raise ValueError(
+                f"`tau` and `v_threshold` must have the same number of channels, got {sizes}"
+            )
+        check_scalar(channel_dim, "channel_dim", kind=int)
+        self.channel_dim = int(channel_dim)
         self.K = check_K(K)
         base = check_alphas(alphas, self.K) or default_alphas(self.K)
         self.sample = check_choice(sample, "sample", SAMPLES)
@@ -155,23 +232,29 @@ class FPTLIF(nn.Module):
         check_scalar(time_dim, "time_dim", kind=int)
         self.time_dim = int(time_dim)
         self.method = check_choice(method, "method", METHODS)
-        self.reset_mode, self.v_reset = check_reset(
-            reset, v_reset, self.v_threshold, self.convention
-        )
+        self.reset_mode, self.v_reset = check_reset(reset, v_reset, theta, self.convention)
         self.decay_input = check_flag(decay_input, "decay_input")
         if self.reset_mode == "hard" and method in ("chunked", "triton"):
             raise ValueError(
                 f"`method`={method!r} cannot run reset='hard' (dense only); use 'auto' or 'dense'"
             )
-        for flag in ("learnable_tau", "learnable_lambda", "learnable_alpha"):
+        flags = ("learnable_tau", "learnable_lambda", "learnable_alpha", "learnable_threshold")
+        for flag in flags:
             if not isinstance(locals()[flag], bool):
                 raise TypeError(f"`{flag}` must be a bool, got {type(locals()[flag]).__name__}")
         if learnable_lambda and (
-            learnable_tau or convention != "spikingjelly" or reset != "soft" or decay_input
-        ):
+            learnable_tau or learnable_threshold or sizes or convention != "spikingjelly"
+            or reset != "soft" or decay_input
+        ):  # fmt: skip
             raise ValueError(
                 "`learnable_lambda` needs convention='spikingjelly', reset='soft', "
-                "decay_input=False and learnable_tau=False"
+                "decay_input=False, learnable_tau=False, learnable_threshold=False and a "
+                "scalar tau and v_threshold"
+            )
+        if sizes and method == "triton":
+            raise ValueError(
+                "`method`='triton' takes one scalar tau and v_threshold: use 'auto', 'chunked' "
+                "or 'dense' with a per-channel tau or v_threshold"
             )
         if learnable_lambda and eval_sample == "lif":
             raise ValueError("`eval_sample`='lif' needs a scalar tau, not learnable_lambda")
@@ -180,7 +263,9 @@ class FPTLIF(nn.Module):
                 f"`method`={method!r} cannot run learnable_lambda (a learned T×T decay has no "
                 "chunked or Triton kernel); use method='auto' or 'dense'"
             )
-        if learnable_tau and not math.isfinite(_tau_from_raw32(-math.log(tau - 1.0))):
+        tau_t = torch.as_tensor(tau, dtype=torch.float64)
+        tau_w = -torch.log(tau_t - 1.0)  # PLIF: 1/τ = sigmoid(w), w = −ln(τ − 1)
+        if learnable_tau and not math.isfinite(_tau_from_raw32(tau_w)):
             raise ValueError(
                 f"`tau` must be small enough that 1/tau is representable in float32 with "
                 f"learnable_tau=True (1/tau = sigmoid(w), w float32), got {tau}"
@@ -188,9 +273,23 @@ class FPTLIF(nn.Module):
         self.learnable_lambda = learnable_lambda
         self.learnable_tau = learnable_tau
         self.learnable_alpha = learnable_alpha
+        self.learnable_threshold = learnable_threshold
         self.register_buffer("alpha_base", torch.tensor(base), persistent=False)
-        self._tau = tau
-        self.tau_raw = nn.Parameter(torch.tensor(-math.log(tau - 1.0))) if learnable_tau else None
+        # Fixed values: floats, or non-persistent float32 buffers of C values (they follow
+        # .to()/.double() and stay out of checkpoints, which hold only learnables).
+        self._tau = tau if isinstance(tau, float) else tuple(tau.tolist())
+        self._theta = theta if isinstance(theta, float) else tuple(theta.tolist())
+        self.register_buffer(
+            "tau_channels", None if isinstance(tau, float) else tau.float(), persistent=False
+        )
+        self.register_buffer(
+            "threshold_channels",
+            None if isinstance(theta, float) else theta.float(),
+            persistent=False,
+        )
+        self.tau_raw = nn.Parameter(tau_w.float()) if learnable_tau else None
+        theta_w = _softplus_inverse(torch.as_tensor(theta, dtype=torch.float64))
+        self.threshold_raw = nn.Parameter(theta_w.float()) if learnable_threshold else None
         self.log_alpha_scale = nn.Parameter(torch.zeros(())) if learnable_alpha else None
         if learnable_lambda:
             self.weight = nn.Parameter(lambda_matrix(self.T, tau))
@@ -198,10 +297,17 @@ class FPTLIF(nn.Module):
 
     @property
     def tau(self):
-        """τ: a float, or a 0-d tensor (differentiable) when learnable."""
-        if self.tau_raw is None:
-            return self._tau
-        return 1.0 / torch.sigmoid(self.tau_raw)
+        """τ: a float, or a tensor of shape [] or [C] (differentiable when learnable)."""
+        if self.tau_raw is not None:
+            return 1.0 / torch.sigmoid(self.tau_raw)
+        return self._tau if self.tau_channels is None else self.tau_channels
+
+    @property
+    def v_threshold(self):
+        """θ: a float, or a tensor of shape [] or [C] (differentiable when learnable)."""
+        if self.threshold_raw is not None:
+            return torch.nn.functional.softplus(self.threshold_raw)
+        return self._theta if self.threshold_channels is None else self.threshold_channels
 
     def alphas(self):
         """The K forward slopes in use (a tensor; differentiable when learnable)."""
@@ -230,14 +336,16 @@ class FPTLIF(nn.Module):
 
     def extra_repr(self):
         text = (
-            f"T={self.T}, tau={self._tau}, v_threshold={self.v_threshold}, K={self.K}, "
+            f"T={self.T}, tau={self._tau}, v_threshold={self._theta}, K={self.K}, "
             f"sample={self.sample!r}, eval_sample={self.eval_sample!r}, "
             f"convention={self.convention!r}, time_dim={self.time_dim}"
         )
         if self.reset_mode == "hard":
             text += f", reset='hard', v_reset={self.v_reset}"
         text += ", decay_input=True" if self.decay_input else ""
-        flags = ("learnable_tau", "learnable_lambda", "learnable_alpha")
+        if self.tau_channels is not None or self.threshold_channels is not None:
+            text += f", channel_dim={self.channel_dim}"
+        flags = ("learnable_tau", "learnable_lambda", "learnable_alpha", "learnable_threshold")
         text += "".join(f", {flag}=True" for flag in flags if getattr(self, flag))
         return text + (f", method={self.method!r}" if self.method != "auto" else "")
 
@@ -269,21 +377,24 @@ class FPTLIF(nn.Module):
         TypeError, ValueError
             If `x` is not a float tensor, is empty or non-finite, or its time axis is not T;
             if `v_init` is not a float tensor of that shape on x's device, or
-            `return_state` is not a bool; `v_init`/`return_state` with ``learnable_lambda``.
+            `return_state` is not a bool; `v_init`/`return_state` with ``learnable_lambda``;
+            with a per-channel τ or θ, if `channel_dim` is not an axis of `x` other than its
+            time axis or ``x.shape[channel_dim]`` is not C.
         """
         check_input(x, time_dim=self.time_dim, T=self.T)
         v_init = check_v_init(v_init, x, time_dim=self.time_dim)
         return_state = check_flag(return_state, "return_state")
         xt = x.movedim(self.time_dim, 0)
         mode = self.sample if self.training else self.eval_sample
+        tau, theta = self._per_neuron(self.tau, x), self._per_neuron(self.v_threshold, x)
         variant = {
-            "v_threshold": self.v_threshold, "convention": self.convention,
+            "v_threshold": theta, "convention": self.convention,
             "reset": self.reset_mode, "v_reset": self.v_reset, "decay_input": self.decay_input,
             "v_init": v_init, "return_state": return_state,
         }  # fmt: skip
         if mode == "lif":
-            tau = float(torch.as_tensor(self.tau).detach())
-            result = lif_sequential(xt, tau=tau, **variant)
+            detached = {**variant, "v_threshold": _detached(theta)}
+            result = lif_sequential(xt, tau=_detached(tau), **detached)
         elif self.learnable_lambda:
             if v_init is not None or return_state:
                 raise ValueError("`v_init`/`return_state` are not available with learnable_lambda")
@@ -291,13 +402,38 @@ class FPTLIF(nn.Module):
         else:
             alphas = self.alphas()
             result = fpt_lif(
-                xt, tau=self.tau, K=self.K,
+                xt, tau=tau, K=self.K,
                 alphas=alphas if alphas.requires_grad else tuple(alphas.tolist()),
                 sample=mode, method=self.method, **variant,
             )  # fmt: skip
         if return_state:
             return result[0].movedim(0, self.time_dim), result[1]
         return result.movedim(0, self.time_dim)
+
+    def _per_neuron(self, value, x):
+        """A [C] τ or θ reshaped to broadcast over one time step of ``x.movedim(time_dim, 0)``.
+
+        Scalars (floats, 0-d tensors) pass unchanged. The C values go on `channel_dim` of `x`
+        (its own layout); dropping the time axis leaves a shape broadcastable to
+        ``x.shape`` without time, as :func:`fpt_snn.fpt_lif` takes it.
+        """
+        if not isinstance(value, torch.Tensor) or value.ndim == 0:
+            return value
+        ndim = x.ndim
+        if not -ndim <= self.channel_dim < ndim or self.channel_dim % ndim == self.time_dim % ndim:
+            raise ValueError(
+                f"`channel_dim`={self.channel_dim} must index a non-time axis of the input "
+                f"(shape {tuple(x.shape)}, time_dim={self.time_dim})"
+            )
+        channels = value.shape[0]
+        if x.shape[self.channel_dim] != channels:
+            raise ValueError(
+                f"`channel_dim`={self.channel_dim}: the input has {x.shape[self.channel_dim]} "
+                f"channels there (shape {tuple(x.shape)}), the layer's tau/v_threshold {channels}"
+            )
+        shape = [1] * ndim
+        shape[self.channel_dim] = channels
+        return value.to(x.device).reshape(shape).movedim(self.time_dim, 0)[0]
 
     def _learned_decay(self, xt, mode):
         """Dense FPT with the learned, causally masked decay (official seq-CIFAR option)."""
@@ -306,7 +442,7 @@ class FPTLIF(nn.Module):
             W = torch.tril(self.weight).to(work)
             eye = torch.eye(self.T, dtype=work, device=xt.device)
             s = fpt_dense(
-                xt.reshape(self.T, -1).to(work), W, W - eye, self.bias.to(work),
+                xt.reshape(self.T, -1).to(work), W, W - eye, self.bias.to(work)[:, None],
                 self.v_threshold, self.alphas().to(work),
             )  # fmt: skip
             o = sample_spikes(s, mode)

@@ -2,8 +2,10 @@
 
 ``method="auto"`` takes Triton on a CUDA GPU (when τ and α need no gradient), else ``chunked``
 for T > 64 and ``dense`` otherwise; the hard reset runs ``dense`` only (its operator depends
-on the spikes: no chunked or Triton kernel). ``ICML25_BACKEND=torch|triton|triton-interpret``
-overrides the choice between PyTorch and Triton (see ``icml25_core.select_backend``).
+on the spikes: no chunked or Triton kernel), and a per-neuron τ or θ runs ``dense`` or
+``chunked`` (the Triton kernel takes one τ and one θ).
+``ICML25_BACKEND=torch|triton|triton-interpret`` overrides the choice between PyTorch and
+Triton (see ``icml25_core.select_backend``).
 """
 
 from __future__ import annotations
@@ -43,16 +45,25 @@ def triton_available() -> bool:
 
 
 def resolve_method(
-    method: str, T: int, *, on_cuda: bool, needs_param_grad: bool, hard_reset: bool = False
+    method: str,
+    T: int,
+    *,
+    on_cuda: bool,
+    needs_param_grad: bool,
+    hard_reset: bool = False,
+    per_neuron: bool = False,
 ) -> str:
     """The kernel ``method`` runs: "dense", "chunked" or "triton".
+
+    `needs_param_grad`: τ, θ or α need a gradient; `per_neuron`: τ or θ is not one scalar.
 
     Raises
     ------
     RuntimeError
         If "triton" is asked for where it cannot run; the message names the fallback.
     ValueError
-        If "chunked" or "triton" is asked for with the hard reset (dense only).
+        If "chunked" or "triton" is asked for with the hard reset (dense only), or "triton"
+        with a per-neuron τ or θ (dense or chunked only).
     """
     if hard_reset:
         if method in ("chunked", "triton"):
@@ -61,6 +72,11 @@ def resolve_method(
                 "the spikes; only the dense kernel has it): use method='auto' or 'dense'"
             )
         return "dense"
+    if method == "triton" and per_neuron:
+        raise ValueError(
+            "`method`='triton' takes one scalar tau and v_threshold (the fused kernel has no "
+            "per-neuron decay or threshold): use method='auto', 'chunked' or 'dense'"
+        )
     if method == "triton":
         if not triton_available():
             raise RuntimeError(
@@ -69,7 +85,8 @@ def resolve_method(
             )
         if needs_param_grad:
             raise RuntimeError(
-                "method='triton' has no gradient for a learnable tau or alphas; fall back to "
+                "method='triton' has no gradient for a learnable tau, v_threshold or alphas; "
+                "fall back to "
                 "method='chunked' (or 'dense')"
             )
         return "triton"
@@ -77,10 +94,11 @@ def resolve_method(
         return method
     requested = os.environ.get(BACKEND_ENV)
     wants_triton = requested == "triton-interpret" or (requested == "triton" and on_cuda)
-    if wants_triton and not needs_param_grad:
+    scalar_only = not needs_param_grad and not per_neuron
+    if wants_triton and scalar_only:
         select_backend()  # raises if the requested backend is missing
         return "triton"
-    if requested != "torch" and on_cuda and not needs_param_grad and triton_available():
+    if requested != "torch" and on_cuda and scalar_only and triton_available():
         return "triton"
     return "chunked" if T > BLOCK else "dense"
 

@@ -21,6 +21,11 @@ iteration ``s^k = f_k(M(s^{k−1}) x' − (θ − v_reset))``, ``s⁰ = f_0(Λx'
 (``M(0) = Λ``) keeps the paper's convergence argument: row t of M depends on ``s_m``, m < t
 only, so with Heaviside spikes step t is exact once steps < t are (induction as for the
 nilpotent A of Sec. 4): exact for t <= k after k evaluations, hence for all t at K >= T.
+
+Per-neuron τ (PLIF-style; Fang et al., ICCV 2021): ``Λ[t, j, n] = λ_n^{t−j}``. Neurons are
+ordered in G contiguous groups of equal λ (:mod:`fpt_snn._layout`), the operators come as
+[G, T, T] stacks and every product with them is a batched GEMM on the [G, T, M] view of the
+[T, N] data (:func:`grouped_matmul`): G·T² memory for the operators, not N·T².
 """
 
 from __future__ import annotations
@@ -30,6 +35,37 @@ import torch
 from ..surrogate import spike
 
 
+def grouped_matmul(M, v):
+    """``M v`` over time, one operator per neuron group.
+
+    Parameters
+    ----------
+    M : Tensor, shape [T', T] or [G, T', T]
+        One operator for all neurons, or one per group (group g holds neurons
+        ``g·N/G .. (g+1)·N/G − 1``).
+    v : Tensor, shape [T, N]
+        N a multiple of G.
+
+    Returns
+    -------
+    Tensor, shape [T', N]
+    """
+    if M.ndim == 2:
+        return M @ v
+    per_group = torch.matmul(M, v.reshape(v.shape[0], M.shape[0], -1).transpose(0, 1))
+    return per_group.transpose(0, 1).reshape(M.shape[1], -1)
+
+
+def add_product(c, M, v, scale):
+    """``c + scale · (M v)`` (grouped as :func:`grouped_matmul`), one fused GEMM when it can.
+
+    `scale` is a float, or a tensor broadcastable to [T', N] (per-neuron or learnable θ).
+    """
+    if M.ndim == 2 and not isinstance(scale, torch.Tensor):
+        return torch.addmm(c, M, v, alpha=scale)
+    return c + scale * grouped_matmul(M, v)
+
+
 def fpt_dense(x, L, R, bias, theta, alphas, *, heaviside=False, strict=False, surrogate="official"):
     """Run the K evaluations densely; returns the last iterate ``s^{K−1}``.
 
@@ -37,14 +73,16 @@ def fpt_dense(x, L, R, bias, theta, alphas, *, heaviside=False, strict=False, su
     ----------
     x : Tensor, shape [T, N], float32 | float64
         Input currents.
-    L : Tensor, shape [T, T]
-        Input operator (Λ, lower-triangular).
-    R : Tensor, shape [T, T]
+    L : Tensor, shape [T, T] or [G, T, T]
+        Input operator (Λ, lower-triangular), shared or one per neuron group
+        (see :func:`grouped_matmul`).
+    R : Tensor, shape of `L`
         Reset operator (A, strictly lower-triangular).
-    bias : float or Tensor, shape [T]
-        Added to ``L x`` (``−θ`` for the LIF; a learned per-step bias otherwise).
-    theta : float
-        Threshold θ scaling the reset.
+    bias : float or Tensor broadcastable to [T, N]
+        Added to ``L x`` (``−θ`` for the LIF, per neuron [N] when θ is; a learned per-step
+        bias [T, 1] otherwise).
+    theta : float or Tensor, shape [] or [N]
+        Threshold θ scaling the reset (a tensor: per neuron, or learnable).
     alphas : sequence of K floats or Tensor, shape [K]
         Forward slopes α_k.
     heaviside, strict, surrogate
@@ -55,14 +93,11 @@ def fpt_dense(x, L, R, bias, theta, alphas, *, heaviside=False, strict=False, su
     Tensor, shape [T, N], dtype of `x`
         The firing probabilities (or Heaviside spikes) after K evaluations.
     """
-    if isinstance(bias, torch.Tensor):
-        column = bias.reshape(-1, 1)
-    else:
-        column = torch.full((x.shape[0], 1), bias, dtype=x.dtype, device=x.device)
-    C = torch.addmm(column, L, x)  # one fused GEMM: C = L x + b
+    bias = torch.as_tensor(bias, dtype=x.dtype, device=x.device)
+    C = add_product(bias, L, x, 1.0)  # C = L x + b (one fused GEMM for a shared L)
     s = None
     for k in range(len(alphas)):
-        h = C if s is None else torch.addmm(C, R, s, alpha=-theta)  # C − θ R s, fused
+        h = C if s is None else add_product(C, R, s, -theta)  # C − θ R s
         s = spike(h, alphas[k], surrogate=surrogate, heaviside=heaviside, strict=strict)
     return s
 
@@ -76,8 +111,8 @@ def hard_reset_drive(x, s, L):
         The drive (input scaled by c, initial carry at step 0).
     s : Tensor, shape [T, N]
         Spikes (or firing probabilities) of the previous evaluation.
-    L : Tensor, shape [T, T]
-        Λ, lower-triangular (``L[t, j] = λ^{t−j}``).
+    L : Tensor, shape [T, T] or [G, T, T]
+        Λ, lower-triangular (``L[t, j] = λ^{t−j}``), shared or one per neuron group.
 
     Returns
     -------
@@ -94,7 +129,11 @@ def hard_reset_drive(x, s, L):
     idx = torch.arange(T, device=x.device)
     later = (idx[None, :] > idx[:, None])[:, :, None]  # [j, t, 1]: t > j
     G = torch.cumprod(torch.where(later, keep_prev[None, :, :], torch.ones_like(s[None])), 1)
-    return torch.einsum("tj,jtn->tn", L, G * x[:, None, :])
+    terms = G * x[:, None, :]  # [j, t, N]
+    if L.ndim == 2:
+        return torch.einsum("tj,jtn->tn", L, terms)
+    grouped = terms.reshape(T, T, L.shape[0], -1)  # [j, t, G, M]
+    return torch.einsum("gtj,jtgm->tgm", L, grouped).reshape(T, -1)
 
 
 def fpt_dense_hard(
@@ -106,9 +145,9 @@ def fpt_dense_hard(
     ----------
     x : Tensor, shape [T, N], float32 | float64
         The drive (see :func:`hard_reset_drive`).
-    L : Tensor, shape [T, T]
-        Λ.
-    theta : float
+    L : Tensor, shape [T, T] or [G, T, T]
+        Λ, shared or one per neuron group.
+    theta : float or Tensor, shape [] or [N]
         Effective threshold ``θ − v_reset`` on the shifted membrane.
     alphas, heaviside, strict, surrogate
         As in :func:`fpt_dense`.
@@ -119,6 +158,6 @@ def fpt_dense_hard(
     """
     s = None
     for k in range(len(alphas)):
-        h = (L @ x if s is None else hard_reset_drive(x, s, L)) - theta
+        h = (grouped_matmul(L, x) if s is None else hard_reset_drive(x, s, L)) - theta
         s = spike(h, alphas[k], surrogate=surrogate, heaviside=heaviside, strict=strict)
     return s
