@@ -140,3 +140,27 @@ def test_unreadable_source_is_named(src, tmp_path, workers):
     (src / "cat" / "broken.png").write_bytes(b"not a png")
     with pytest.raises(ValueError, match=r"broken\.png"):
         build_dataset(src, tmp_path / "out", distortions=["glitched"], levels=[1], workers=workers)
+
+
+def test_sources_sharing_a_stem_are_refused_before_anything_is_written(tmp_path, photos):
+    """Issue 34.2: ``cat/a.jpg`` and ``cat/a.png`` map to one output name; the build lists every
+    such group (also from another shard) and writes nothing, while one stem in two folders is
+    fine."""
+    src = tmp_path / "src"
+    for rel in ("cat/a.jpg", "cat/a.png", "fish/b.png", "fish/b.bmp", "fish/a.png", "dog/c.png"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(photos[0][::4, ::4]).save(src / rel)
+    for shard in [(0, 1), (1, 2)]:
+        with pytest.raises(ValueError, match="2 group") as info:
+            build_dataset(src, tmp_path / "out", distortions="glitched", levels=1, shard=shard)
+        message = str(info.value)
+        assert "cat/a.jpg and cat/a.png" in message
+        assert "fish/b.bmp and fish/b.png" in message
+        assert "`src`" in message
+        assert not (tmp_path / "out").exists()
+    for rel in ("cat/a.png", "fish/b.bmp"):
+        (src / rel).unlink()
+    stats = build_dataset(src, tmp_path / "out", distortions="glitched", levels=1)
+    # cat/a, fish/a, fish/b, dog/c: every source is one distinct output file
+    assert stats == {"images": 4, "written": 4, "skipped": 0}
+    assert len(list((tmp_path / "out").rglob("*.JPEG"))) == 4

@@ -1,6 +1,8 @@
 """The console script's own commands: distort, tiles, build and eval on real photos (the shared
 contract checks help, version and usage errors)."""
 
+import re
+
 import numpy as np
 import pytest
 from laion_c import load_tiles
@@ -154,3 +156,48 @@ def test_eval_prints_intervals_and_the_published_rows(tmp_path, capsys, monkeypa
     z2 = 1.959963984540054**2
     assert f"| glitched | 0.0 [0.0, {100 * z2 / (1 + z2):.1f}] |" in out
     assert "| Best Human Observer | human | 55.2 |" in out
+
+
+def test_eval_refuses_a_csv_that_is_a_directory_before_scoring(tmp_path, capsys):
+    """Issue 34.12: checked before the model is even loaded (the model spec does not exist)."""
+    argv = ["eval", str(tmp_path), "--normalize", "none", "--model", "no.such:model"]
+    assert main([*argv, "--csv", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "--csv" in err
+    assert "is a directory" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("laion_c_no_such_module:probs", "no module named 'laion_c_no_such_module'.*PYTHONPATH=."),
+        ("laion_c.models:nothere", "module 'laion_c.models' has no factory 'nothere'"),
+        ("laion_c.models:IMAGENET_MEAN_NOT_THERE", "no factory"),
+        ("nocolon", "'efficientnet-lite0' or 'module:factory'"),
+    ],
+)
+def test_eval_model_errors_are_one_line_naming_the_option(spec, match, tmp_path, capsys):
+    """Issue 34.5: a missing module or factory is one line starting with --model."""
+    assert main(["eval", str(tmp_path), "--normalize", "none", "--model", spec]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert re.search(f"error: --model .*{match}", err), err
+
+
+def test_a_truncated_tile_photo_is_named(photos, tmp_path, capsys):
+    """Issue 34.6: ``build_tiles`` / ``laion-c tiles`` name the truncated file."""
+    from laion_c import build_tiles
+
+    good = tmp_path / "src" / "good.jpg"
+    good.parent.mkdir()
+    Image.fromarray(photos[0]).save(good)
+    bad = tmp_path / "src" / "trunc.jpg"
+    bad.write_bytes(good.read_bytes()[:3000])
+    with pytest.raises(ValueError, match=r"`images`: .*trunc\.jpg"):
+        build_tiles([good, bad], sizes=[4])
+    assert main(["tiles", str(tmp_path / "src"), str(tmp_path / "t.npz")]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1
+    assert errors[0].startswith("laion-c tiles: error:")
+    assert "trunc.jpg" in errors[0]  # (the progress bar's lines come before it)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from laion_c import DISTORTIONS, LEVELS, reproduce
 from laion_c.evaluate import Results
 
@@ -62,3 +63,45 @@ def test_eval_photos_are_nine_in_six_superclasses():
     assert len(photos.EVAL_PHOTOS) == 9
     assert {name for name, _ in photos.EVAL_PHOTOS} <= set(SUPERCLASSES)
     assert not {s for _, s in photos.EVAL_PHOTOS} & set(photos.TILE_PHOTOS)
+
+
+def test_root_run_describes_the_folder_and_builds_no_tiles(monkeypatch, tmp_path):
+    """Issue 34.3: ``reproduce --root DIR`` scores DIR; the report names DIR and its image
+    count (50 per cell x 30 cells = 1500), never "9 photos (this run)", pooled seeds or the
+    library's builder, and no tiles are built."""
+    import matplotlib.axes
+    from laion_c import models
+
+    counts = {(n, k): (10, 50) for n in DISTORTIONS for k in LEVELS}
+    root = tmp_path / "LAION-C"
+
+    def no_tiles(work):
+        raise AssertionError("tiles built for a --root run")
+
+    def fake_evaluate(model, folder, **kwargs):
+        assert folder == root
+        return Results.from_counts(counts, "efficientnet-lite0")
+
+    monkeypatch.setattr(reproduce, "_tiles", no_tiles)
+    monkeypatch.setattr(reproduce, "_sources", lambda work: work)
+    monkeypatch.setattr(reproduce, "_clean_accuracy", lambda head, src: (9, 9))
+    monkeypatch.setattr(reproduce, "evaluate", fake_evaluate)
+    monkeypatch.setattr(models, "efficientnet_lite0", lambda: torch.nn.Identity())
+    labels = []
+    original = matplotlib.axes.Axes.set_ylabel
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "set_ylabel",
+        lambda self, label, *a, **k: labels.append(label) or original(self, label, *a, **k),
+    )
+    report = reproduce.run(out=tmp_path / "reports", root=root)
+    md, _js = report.write(tmp_path / "reports")
+    text = md.read_text()
+    assert "1500 images scored in 30 cells" in text
+    assert "EfficientNet-Lite0, LAION-C, 1500 images scored in 30 cells (this run)" in text
+    for wrong in ("9 photos (this run)", "Nine real photos", "seeds of the same", "tiles per"):
+        assert wrong not in text
+    assert "9 photos" not in " ".join(c.note for c in report.claims if c.note)
+    assert labels == ["superclass accuracy (LAION-C, 1500 images scored in 30 cells)"]
+    assert report.figures == ["laion-c_levels.png"]
+    assert not (tmp_path / "reports" / "laion-c_grid.png").exists()

@@ -75,3 +75,29 @@ def test_superclass_head_matches_numpy():
         probs = model(x).softmax(1).double().numpy()
         out = head(x).double().numpy()
     np.testing.assert_allclose(out, aggregate(probs), rtol=1e-5, atol=1e-7)
+
+
+def test_ties_go_to_the_first_superclass_whatever_the_batch_size(tmp_path):
+    """Issue 34.14: constant logits make all 16 superclass means equal (each is 1/1000), so by
+    the official rule every image is predicted as the first superclass, 'fish', for batch sizes
+    1 and 32 alike (was: 'fish' for 1 row, 'dog' for a batch, from float32 matmul rounding)."""
+    import numpy as np
+    import torch
+    from laion_c import SuperclassHead, evaluate
+    from laion_c.superclass import NAMES
+    from PIL import Image
+
+    cell = tmp_path / "glitched" / "intensity_level_1"
+    for k, name in enumerate(["fish", "cat", "dog"] * 3):
+        (cell / name).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((40, 40, 3), 20 * k, np.uint8)).save(cell / name / f"{k}.png")
+    model = lambda x: torch.zeros(x.shape[0], 1000)  # noqa: E731
+    for n in (1, 2, 4, 32):
+        scores = SuperclassHead(model, normalize=None)(torch.zeros(n, 3, 8, 8))
+        assert (scores.argmax(1) == NAMES.index("fish")).all(), n
+    accuracy = {
+        bs: evaluate(model, tmp_path, normalize=None, batch_size=bs, distortions="glitched",
+                     levels=1).accuracy[("glitched", 1)]
+        for bs in (1, 32)
+    }  # fmt: skip
+    assert accuracy == {1: 3 / 9, 32: 3 / 9}  # exactly the 3 fish images are right

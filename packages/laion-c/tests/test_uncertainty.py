@@ -2,6 +2,8 @@
 against statsmodels' ``proportion_confint(method="wilson")`` (a peer library) and against the
 closed forms of the extreme cells; the mean's interval covers the true mean in simulation."""
 
+from math import comb
+
 import numpy as np
 import pytest
 from laion_c import Results, mean_interval, wilson_interval
@@ -97,3 +99,42 @@ def test_results_carry_the_intervals_into_the_table():
 def test_intervals_reject_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def simulated_coverage(n, p, reps=2000, seed=0):
+    """Share of `reps` binomial draws whose ``mean_interval`` holds the true mean of `p`."""
+    rng = np.random.default_rng(seed)
+    n, p = np.array(n), np.array(p, dtype=float)
+    hits = 0
+    for counts in rng.binomial(n, p, size=(reps, len(n))):
+        low, high = mean_interval(counts, n)
+        hits += low <= p.mean() <= high
+    return hits / reps
+
+
+@pytest.mark.parametrize(
+    ("n", "p"),
+    [
+        ([9] * 30, [0.13] * 30),  # equal sizes, one accuracy
+        ([9] * 30, np.linspace(0, 1, 30)),  # equal sizes, spread accuracies: conservative
+        ([50] * 6, [0.01, 0.2, 0.5, 0.8, 0.99, 0.3]),
+        ([9, 27] * 5, [0.2] * 10),  # unequal sizes, one accuracy: exact variance
+        ([9, 27] * 5, [0.5, 0.05] * 5),  # the 9- / 27-trial mix of `laion-c reproduce`
+        ([9, 27] * 5, [0.05, 0.5] * 5),
+    ],
+)
+def test_mean_interval_covers_where_the_docs_say_it_does(n, p):
+    """Issue 34.4: simulated coverage of the nominal 95 % interval (2000 draws: the binomial
+    standard error of a 95 % share is 0.005, so 0.93 is 4 SE below nominal)."""
+    assert simulated_coverage(n, p) >= 0.93
+
+
+def test_mean_interval_under_covers_with_unequal_sizes_and_accuracies_as_documented():
+    """The documented counterexamples. n = (3, 300), p = (0.5, 0): the 300-image cell is always
+    0, so the exact coverage is the binomial(3, 0.5) mass of the outcomes c whose interval holds
+    0.25 (enumerated, no simulation)."""
+    intervals = {c: mean_interval([c, 0], [3, 300]) for c in range(4)}
+    exact = sum(comb(3, c) / 8 for c, (low, high) in intervals.items() if low <= 0.25 <= high)
+    assert exact == pytest.approx(0.75)  # c = 0 and c = 3 (1/8 each) miss the true 0.25
+    assert simulated_coverage([3, 300], [0.5, 0.0]) == pytest.approx(0.75, abs=0.03)
+    assert simulated_coverage([10, 1000, 1000], [0.5, 0.01, 0.01]) < 0.92

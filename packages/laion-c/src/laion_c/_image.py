@@ -12,6 +12,11 @@ out here exactly as torchvision 0.2x does them for PIL input:
   (``torchvision.transforms.functional.center_crop``).
 * ``to_pil_image`` of a float tensor: ``(x * 255).byte()`` (truncation); ``to_tensor``:
   ``uint8 / 255`` as float32.
+
+PIL images of every mode go through :func:`to_rgb`. ``Image.convert("RGB")`` clips the
+high-bit modes (16-bit ``I;16*``, 32-bit ``I``, float ``F``) to 0..255 instead of scaling them,
+so a 16-bit photo would turn white; :func:`to_rgb` rescales those to 8 bits first and refuses
+what it cannot map faithfully.
 """
 
 from __future__ import annotations
@@ -50,6 +55,64 @@ def center_crop(image: Image.Image, size: int) -> Image.Image:
     return image.crop((left, top, left + size, top + size))
 
 
+_SIXTEEN_BIT = ("I;16", "I;16L", "I;16B", "I;16N")
+
+
+def to_rgb(image: Image.Image, name: str = "img") -> Image.Image:
+    """`image` as an 8-bit RGB image, with the high-bit modes scaled to 8 bits, not clipped.
+
+    * 8-bit modes (``L``, ``P``, ``RGBA``, ``CMYK``, ...): ``Image.convert("RGB")`` (alpha
+      dropped).
+    * 16-bit grey (``I;16``, ``I;16L``, ``I;16B``, ``I;16N``) and 32-bit integer ``I`` (how
+      Pillow decodes 16-bit PNG / TIFF files): values in [0, 65535], mapped to
+      ``round(v * 255 / 65535) = round(v / 257)`` (so ``257 * g`` becomes ``g`` exactly, the
+      usual 8 <-> 16 bit correspondence). ``I`` values outside [0, 65535] are refused.
+    * float ``F``: values in [0, 1] are read as intensities in [0, 1] and mapped to
+      ``round(255 v)``; otherwise values in [0, 255] are rounded as they are; anything else
+      (negative, above 255, NaN/inf) is refused. A float image whose values all lie in [0, 1]
+      is therefore always read as [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If the mode's values are out of the ranges above, or Pillow cannot convert the mode to
+        RGB; the message names `name` and the mode.
+    """
+    mode = image.mode
+    if mode in _SIXTEEN_BIT or mode in ("I", "F"):
+        values = np.asarray(image)
+        if mode == "F":
+            values = values.astype(np.float64)
+            finite = bool(np.isfinite(values).all())
+            low = float(values.min()) if finite else float("nan")
+            high = float(values.max()) if finite else float("nan")
+            if finite and low >= 0 and high <= 1:
+                grey = np.rint(values * 255)
+            elif finite and low >= 0 and high <= 255:
+                grey = np.rint(values)
+            else:
+                raise ValueError(
+                    f"`{name}`: a float (mode 'F') image must hold values in [0, 1] or "
+                    f"[0, 255], got [{low:.4g}, {high:.4g}]"
+                )
+        else:
+            values = values.astype(np.int64)
+            low, high = int(values.min()), int(values.max())
+            if low < 0 or high > 65535:
+                raise ValueError(
+                    f"`{name}`: a {mode!r} image is read as 16-bit (values in [0, 65535]), "
+                    f"got [{low}, {high}]"
+                )
+            grey = np.rint(values / 257.0)
+        return Image.fromarray(grey.astype(np.uint8)).convert("RGB")
+    try:
+        return image.convert("RGB")
+    except ValueError as error:
+        raise ValueError(
+            f"`{name}`: cannot convert a mode {mode!r} image to RGB ({error})"
+        ) from None
+
+
 def read_rgb(path, name: str = "path") -> Image.Image:
     """The image file `path`, decoded and converted to RGB.
 
@@ -58,16 +121,20 @@ def read_rgb(path, name: str = "path") -> Image.Image:
     FileNotFoundError
         If `path` does not exist.
     ValueError
-        If Pillow cannot read it as an image (truncated, not an image); the message names
-        `name` and the file.
+        If Pillow cannot read it as an image (truncated, not an image) or :func:`to_rgb` refuses
+        its mode; the message names `name` and the file.
     """
     try:
         with Image.open(path) as image:
-            return image.convert("RGB")
+            image.load()
     except FileNotFoundError:
         raise
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
         raise ValueError(f"`{name}`: {path} is not an image Pillow can read ({error})") from None
+    try:
+        return to_rgb(image, name)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def _torch():
@@ -141,7 +208,8 @@ def arrays_to_tensor(arrays: list[np.ndarray], like):
 def apply(img, func, name: str = "img"):
     """Run ``func(uint8 HWC array) -> uint8 HWC array`` on `img`, returning the input's type.
 
-    PIL images are converted to RGB; a batched tensor runs `func` once per image, in order.
+    PIL images are converted to RGB by :func:`to_rgb`; a batched tensor runs `func` once per
+    image, in order.
 
     Raises
     ------
@@ -149,7 +217,7 @@ def apply(img, func, name: str = "img"):
         If `img` is none of PIL image, numpy array, torch tensor.
     """
     if isinstance(img, Image.Image):
-        return Image.fromarray(func(check_rgb_array(np.asarray(img.convert("RGB")), name)))
+        return Image.fromarray(func(check_rgb_array(np.asarray(to_rgb(img, name)), name)))
     if isinstance(img, np.ndarray):
         return func(check_rgb_array(img, name))
     if _is_tensor(img):

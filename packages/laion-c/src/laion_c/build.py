@@ -12,6 +12,8 @@ the number of workers, the order, interruptions or the sharding (``shard=(i, n)`
 ``sorted(paths)[i::n]``). Files are written to a temporary name and renamed (atomic), so an
 existing output is always complete and a rerun only writes what is missing. ``OUT/manifest.json``
 records the parameters; rerunning with other parameters raises unless ``overwrite=True``.
+Sources that share a folder and a stem (``a.jpg``, ``a.png``) would share output names, so the
+build refuses them up front, listing every such group (across all shards).
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ _TILES: dict = {}  # a worker's tile pool (select_tiles' output), set by _init_w
 def output_path(out: Path, rel: Path, name: str, level: int) -> Path:
     """``OUT/<name>/intensity_level_<k>/<rel parent>/<stem>_<name>_<k>.JPEG``."""
     return out / name / f"intensity_level_{level}" / rel.parent / f"{rel.stem}_{name}_{level}.JPEG"
+
+
+def stem_collisions(rels) -> list[list[Path]]:
+    """Groups of source paths (relative to `src`) that share a folder and a stem, such as
+    ``cat/a.jpg`` and ``cat/a.png``: they would map to one output name."""
+    groups: dict[tuple[Path, str], list[Path]] = {}
+    for rel in rels:
+        groups.setdefault((rel.parent, rel.stem), []).append(rel)
+    return [sorted(group) for group in groups.values() if len(group) > 1]
 
 
 def image_seed(seed: int, rel: Path, name: str, level: int) -> np.random.SeedSequence:
@@ -191,8 +202,10 @@ def build_dataset(
     FileNotFoundError
         If `src` is not a folder.
     ValueError
-        No image in `src`, a source file Pillow cannot read (named), `out` equal to or inside
-        `src`, unknown distortion, bad level, workers < 1, bad shard, negative seed.
+        No image in `src`, a source file Pillow cannot read (named), two sources in one folder
+        with one stem (``a.jpg`` and ``a.png``: one output name; all such groups are listed,
+        checked before anything is written), `out` equal to or inside `src`, unknown
+        distortion, bad level, workers < 1, bad shard, negative seed.
     TypeError
         If mosaic or stickers is requested without `tiles`.
     RuntimeError
@@ -221,8 +234,18 @@ def build_dataset(
             f"`out` {out} must not be `src` {src} or lie inside it (a rerun would read the "
             "corrupted copies as sources)"
         )
+    all_rels = [p.relative_to(src) for p in paths]
+    collisions = stem_collisions(all_rels)
+    if collisions:
+        listed = "; ".join(" and ".join(r.as_posix() for r in group) for group in collisions[:10])
+        more = f" (and {len(collisions) - 10} more)" if len(collisions) > 10 else ""
+        raise ValueError(
+            f"`src` {src}: {len(collisions)} group(s) of images share a folder and a file stem, "
+            f"so they would be written to one output name <stem>_<distortion>_<k>.JPEG: "
+            f"{listed}{more}; rename or remove all but one of each"
+        )
     needed = {t: select_tiles(tiles, t) for t in tile_sizes_needed(names, levels)}
-    rels = [p.relative_to(src) for p in paths][index::count]
+    rels = all_rels[index::count]
     config = {
         "laion-c": __version__,
         "distortions": names,

@@ -129,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("root", help="<root>/<distortion>/intensity_level_<k>/<superclass>/*")
     evaluate.add_argument(
         "--model", default="efficientnet-lite0",
-        help="efficientnet-lite0 or module:factory (default: efficientnet-lite0)",
+        help="efficientnet-lite0 or module:factory; a module in the working directory needs "
+        "PYTHONPATH=. (default: efficientnet-lite0)",
     )  # fmt: skip
     evaluate.add_argument(
         "--normalize", required=True, type=_normalize,
@@ -226,9 +227,11 @@ def _run(args) -> int:
 
         if args.csv and not Path(args.csv).resolve().parent.is_dir():
             raise FileNotFoundError(f"--csv: the folder of {args.csv} does not exist")
+        if args.csv and Path(args.csv).is_dir():
+            raise IsADirectoryError(f"--csv: {args.csv} is a directory, not a file name")
         rank = _init_distributed(args.device)
         results = evaluate(
-            load_model(args.model), args.root, normalize=args.normalize,
+            load_model(args.model, "--model"), args.root, normalize=args.normalize,
             distortions=args.distortions, levels=args.levels, batch_size=args.batch_size,
             num_workers=args.num_workers, device=args.device, model_name=args.model,
             outputs=args.outputs,

@@ -100,8 +100,9 @@ def corrupt(img, name: str, level: int, *, rng=None, tiles=None, glitch_seed: in
     Parameters
     ----------
     img : PIL.Image.Image, uint8 ndarray (H, W, 3) or float tensor (3, H, W) / (B, 3, H, W)
-        Any size with both sides >= 32 px. PIL images of any mode are converted to RGB (an
-        alpha channel is dropped, as ``Image.convert("RGB")`` does).
+        Any size with both sides >= 32 px. PIL images are converted to 8-bit RGB (alpha
+        dropped; 16-bit modes scaled by 255/65535, float mode ``F`` read as [0, 1], else
+        [0, 255], else refused with a ``ValueError`` naming the mode).
     name, level, rng, tiles, glitch_seed
         As in :func:`distort`.
 

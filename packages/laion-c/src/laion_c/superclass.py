@@ -202,7 +202,9 @@ class SuperclassHead(torch.nn.Module):
     """Wrap an ImageNet classifier so it outputs the official 16 superclass scores.
 
     ``forward(x) = softmax(model(normalize(x))) @ M`` for logits, ``model(normalize(x)) @ M``
-    for probabilities, with ``M`` from :func:`superclass_matrix`.
+    for probabilities, with ``M`` from :func:`superclass_matrix`; the float32 probabilities are
+    accumulated in float64 (then returned as float32), so the scores of a row do not depend on
+    the batch it is in and exact ties go to the first superclass (``argmax``).
 
     Parameters
     ----------
@@ -294,7 +296,16 @@ class SuperclassHead(torch.nn.Module):
                     stacklevel=2,
                 )
             probs = out.softmax(dim=1)
-        return (probs @ self.member) / self.sizes
+        if probs.device.type == "mps":  # no float64 there
+            return (probs @ self.member) / self.sizes
+        # The float32 probabilities are summed in float64: a float32 matmul rounds differently
+        # for 1 row (gemv) than for a batch (gemm), so mathematically tied means (constant
+        # logits) went to different superclasses for different batch sizes. In float64 the sum
+        # of <= 1000 float32 values of one binade is exact, so such ties are exact and
+        # ``argmax`` gives the first superclass, whatever the batch size.
+        member = self.member.to(torch.float64)
+        sums = probs.to(torch.float64) @ member
+        return (sums / self.sizes.to(torch.float64)).to(torch.float32)
 
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

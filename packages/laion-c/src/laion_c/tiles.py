@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 from scipy.spatial import cKDTree
 
 from icml25_core import as_generator, check_array, check_scalar, progress
 
-from ._image import center_crop, resize_exact, resize_shorter
+from ._image import center_crop, read_rgb, resize_exact, resize_shorter, to_rgb
 from .params import CROP, PARAMS, RESIZE, STICKER_SIZE
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".ppm")
@@ -94,7 +94,7 @@ class TileLibrary:
     @staticmethod
     def tile_of(image: Image.Image, tile_size: int) -> np.ndarray:
         """The official tile of one photo: Resize(256), CenterCrop(224), Resize((t, t))."""
-        image = center_crop(resize_shorter(image.convert("RGB"), RESIZE), CROP)
+        image = center_crop(resize_shorter(to_rgb(image, "image"), RESIZE), CROP)
         return np.asarray(resize_exact(image, tile_size, tile_size))
 
     @classmethod
@@ -330,14 +330,11 @@ def image_files(folder, name: str = "folder") -> list[Path]:
 
 def _open(item) -> Image.Image:
     if isinstance(item, Image.Image):
-        return item.convert("RGB")
+        return to_rgb(item, "images")
     if isinstance(item, np.ndarray):
         check_array(item, "images", ndim=3, dtype=np.uint8)
         return Image.fromarray(item).convert("RGB")
     if isinstance(item, str | Path):
-        try:
-            with Image.open(item) as image:
-                return image.convert("RGB")
-        except UnidentifiedImageError:
-            raise ValueError(f"`images`: {item} is not an image file Pillow can read") from None
+        # truncated or unreadable files raise a ValueError naming `images` and the file
+        return read_rgb(item, "images")
     raise TypeError(f"`images` must hold PIL images, uint8 arrays or paths, got {type(item)}")

@@ -7,8 +7,19 @@ often sit (a normal-approximation interval collapses to a point there). The benc
 interval [2]_: Wilson's interval with the effective sample size
 :math:`n_\mathrm{eff} = \left(\sum_k w_k^2 / n_k\right)^{-1}`, :math:`w_k = 1/K`, i.e. the
 score test inverted with the variance :math:`p(1-p) \sum_k w_k^2 / n_k` of a proportion common
-to the cells. With equal cell sizes it is Wilson's interval of the pooled counts; when the cells
-differ it is conservative (by Jensen, :math:`\bar p(1-\bar p) \ge \frac1K \sum_k p_k(1-p_k)`).
+to the cells. What holds, against the true variance
+:math:`V = \sum_k w_k^2 p_k(1-p_k)/n_k` of the mean:
+
+* equal cell sizes: it is Wilson's interval of the pooled counts, and its variance is at least
+  :math:`V` (Jensen: :math:`\bar p(1-\bar p) \ge \frac1K \sum_k p_k(1-p_k)`), so it is
+  conservative when the cell accuracies differ;
+* cells sharing one accuracy (any sizes): its variance is exactly :math:`V`;
+* unequal sizes *and* unequal accuracies: its variance can fall short of :math:`V`, by at most
+  the factor :math:`\max_k n_k / \min_k n_k`, and the coverage can drop below nominal. Simulated
+  at 95 %: ``n = (3, 300)``, ``p = (0.5, 0)`` covers 75 %; ``n = (10, 1000, 1000)``,
+  ``p = (0.5, 0.01, 0.01)`` 89 %; the 9- and 27-trial cells that ``laion-c reproduce`` mixes
+  (``n = (9, 27) x 5``, ``p = (0.5, 0.05) x 5`` or ``(0.05, 0.5) x 5``) 95 % and 99 %
+  (``tests/test_uncertainty.py`` checks these). Cells of one LAION-C release are near-equal.
 
 Both treat the images of a cell as independent trials, and the mean's interval the cells as
 independent samples. Several seeds of one photo (as in ``laion-c reproduce``), or cells built
@@ -115,7 +126,9 @@ def mean_interval(correct, total, *, confidence: float = 0.95):
     $$
 
     Source: Yan & Su (2010), Statistics in Biopharmaceutical Research 2(3):329-335 (stratified
-    Wilson interval); with equal ``n_k`` it equals Wilson's interval of the pooled counts.
+    Wilson interval); with equal ``n_k`` it equals Wilson's interval of the pooled counts and
+    is conservative. With unequal ``n_k`` and unequal accuracies it can under-cover (e.g. 75 %
+    for a nominal 95 % at ``n = (3, 300)``, ``p = (0.5, 0)``); see :mod:`laion_c.uncertainty`.
 
     Parameters
     ----------
