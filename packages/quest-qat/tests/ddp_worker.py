@@ -3,9 +3,9 @@
 Run as ``python ddp_worker.py MODE RANK WORLD PORT OUT`` with MODE ``ddp``
 (``DistributedDataParallel``) or ``fsdp2`` (``fully_shard`` on each layer, then on the root),
 each rank training on its share of the batch, or ``tp`` (tensor parallelism: the first layer
-column-wise, the second row-wise, every rank on the whole batch; two models, W4A4 with the default
-layouts and W4A16 with replicated layouts in between); rank 0 writes the final full (gathered)
-parameters to OUT.
+column-wise, the second row-wise, every rank on the whole batch; three models, W4A4 and 4:8 W4A4
+with the default layouts and W4A16 with replicated layouts in between); rank 0 writes the final
+full (gathered) parameters to OUT.
 """
 
 import sys
@@ -35,7 +35,12 @@ def model_and_data():
 def tp_models_and_data():
     """Two MLPs whose second layer has K = 256 (two 128-blocks, one per rank), and their data."""
     models = {}
-    for name, config in (("w4a4", QuESTConfig(4, 4)), ("w4a16", QuESTConfig(4, None))):
+    configs = (
+        ("w4a4", QuESTConfig(4, 4)),
+        ("w4a16", QuESTConfig(4, None)),
+        ("w4a4_48", QuESTConfig(4, 4, sparse48=True)),  # 4:8 ties must not depend on σ's last bit
+    )
+    for name, config in configs:
         torch.manual_seed(0)
         mlp = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 16))
         models[name] = prepare_(mlp, config).double()
@@ -62,7 +67,7 @@ def _parallelize(name, model):
     from torch.distributed.tensor.parallel import parallelize_module
 
     mesh = init_device_mesh("cpu", (dist.get_world_size(),))
-    if name == "w4a4":
+    if name.startswith("w4a4"):
         plan = {"0": QuESTColwiseParallel(), "2": QuESTRowwiseParallel()}
     else:
         plan = {

@@ -291,3 +291,25 @@ def test_functional_one_bit_is_trust_mode_unless_clip_scale_given():
     quantizer = QuESTQuantizer(1)
     quantizer(x)
     assert quantizer.mask_rate.item() == pytest.approx(mask_clip.double().mean().item())
+
+
+def test_integer_weight_is_refused_at_prepare_naming_the_layer():
+    """Trial 28, finding 12: an int8 weight was accepted by prepare_ and convert_, and the
+    forward blamed `x`."""
+    from quest_qat import QuESTConfig, prepare_
+    from torch import nn
+
+    model = nn.Sequential(nn.Linear(256, 128))
+    weight = torch.randint(-3, 3, (128, 256), dtype=torch.int8)
+    model[0].weight = nn.Parameter(weight, requires_grad=False)
+    with pytest.raises(TypeError, match=r"layer '0': the weight must be floating.*torch\.int8"):
+        prepare_(model, QuESTConfig())
+    assert type(model[0]) is nn.Linear
+
+
+def test_sparse48_needs_quantized_weights():
+    """Trial 28, finding 13: sparse48 with w_bits=None had nothing to act on, silently."""
+    from quest_qat import QuESTConfig
+
+    with pytest.raises(ValueError, match=r"`sparse48`.*w_bits=None"):
+        QuESTConfig(w_bits=None, a_bits=4, sparse48=True)

@@ -119,3 +119,68 @@ def test_scaled_statistics_give_the_unscaled_bits(dtype, bits, monkeypatch):
     scaled = (*quest_fwd_naive(x, bits, trust=0.5), *quest_codes_naive(x, bits))
     for a, b in zip(plain, scaled, strict=True):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("w_bits", [4, 8])
+def test_weight_only_layers_propagate_non_finite_input_like_nn_linear(dtype, w_bits):
+    """Trial 28, finding 4: ±inf or NaN in a row gives non-finite outputs in that row, exactly
+    where nn.Linear's are non-finite (the peer); finite rows, the row of the largest finite
+    value included, stay finite in all three. The rotation used to clamp ±inf to the largest
+    finite value, so W4A16/W8A16 turned ±inf into plausible finite outputs."""
+    torch.manual_seed(0)
+    linear = nn.Sequential(nn.Linear(256, 128))
+    fake = prepare_(copy.deepcopy(linear), QuESTConfig(w_bits=w_bits, a_bits=None)).to(dtype)
+    converted = convert_(copy.deepcopy(fake))
+    x = torch.randn(5, 256, generator=torch.Generator().manual_seed(1)).to(dtype)
+    x[0, 7] = float("inf")
+    x[1, 3] = float("-inf")
+    x[2, 9] = float("nan")
+    x[3] = torch.finfo(dtype).max  # finite: saturates, stays finite
+    with torch.no_grad():
+        bad_rows = ~torch.isfinite(linear.to(dtype)(x[:3])).all(-1)
+        assert bad_rows.all()  # the peer: every non-finite row gives a non-finite output
+        for layer in (fake, converted):
+            y = layer(x)
+            assert not torch.isfinite(y[:3]).all(-1).any(), type(layer[0]).__name__
+            assert torch.isfinite(y[3:]).all(), type(layer[0]).__name__
+
+
+def _keep_48_brute_force(values):
+    """The 4:8 rule by enumeration: in each group of 4 pairs, of the 6 ways to keep 2 pairs the
+    one with the largest sum of squares; among equal sums, the lexicographically first pair
+    indices (lower index wins a tie)."""
+    import itertools
+
+    m, k = values.shape
+    keep = torch.zeros(m, k, dtype=torch.bool)
+    for i in range(m):
+        for g in range(k // 8):
+            norms = [
+                float((values[i, 8 * g + 2 * p : 8 * g + 2 * p + 2] ** 2).sum()) for p in range(4)
+            ]
+            best = max(
+                itertools.combinations(range(4), 2),
+                key=lambda c: (norms[c[0]] + norms[c[1]], [-p for p in c]),
+            )
+            for p in best:
+                keep[i, 8 * g + 2 * p : 8 * g + 2 * p + 2] = True
+    return keep
+
+
+def test_keep_48_breaks_ties_by_index_and_ignores_the_step():
+    """Trial 28, finding 3: the 4:8 mask is the brute-force choice, ties (frequent on a 2-bit
+    grid) going to the lower pair, and it is chosen on the grid units, so two steps one ulp
+    apart (row-wise tensor parallelism's σ) give the same mask and x̂ scaled by the step."""
+    from quest_qat.kernels.quest.naive import keep_48, quest_fwd_naive
+
+    g = torch.Generator().manual_seed(5)
+    units = torch.randint(-2, 2, (16, 64), generator=g).double() + 0.5  # 2-bit codes + ½
+    assert torch.equal(keep_48(units), _keep_48_brute_force(units))
+    assert torch.equal(keep_48(units.float()), _keep_48_brute_force(units))
+    # the fake-quant forward: scaling x by 1 + 2^-52 moves σ by an ulp, not the mask
+    x = torch.randn(32, 256, generator=g, dtype=torch.float64)
+    a, _, step_a = quest_fwd_naive(x, 2, sparse48=True)
+    b, _, step_b = quest_fwd_naive(x * (1 + 2**-52), 2, sparse48=True)
+    assert torch.equal(a != 0, b != 0)
+    torch.testing.assert_close(b, a * step_b / step_a, rtol=1e-14, atol=0)

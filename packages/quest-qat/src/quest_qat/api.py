@@ -54,8 +54,8 @@ class QuESTConfig:
     TypeError
         If `sparse48` is not a bool.
     ValueError
-        For any argument outside the ranges above, or ``grid="fp4"`` with a bit-width other
-        than 4.
+        For any argument outside the ranges above, ``grid="fp4"`` with a bit-width other
+        than 4, or ``sparse48=True`` with ``w_bits=None`` (nothing to prune).
     """
 
     w_bits: int | None = 4
@@ -86,6 +86,10 @@ class QuESTConfig:
             if self.grid == "fp4" and bits not in (None, 4):
                 raise ValueError(f"grid='fp4' needs {name}=4 (or None), got {bits}")
         check_bool(self.sparse48, "sparse48")
+        if self.sparse48 and self.w_bits is None:
+            raise ValueError(
+                "`sparse48` prunes the quantized weight: it needs `w_bits` (1-8), got w_bits=None"
+            )
         if self.on_incompatible not in ON_INCOMPATIBLE:
             raise ValueError(
                 f"`on_incompatible` must be one of {ON_INCOMPATIBLE}, got {self.on_incompatible!r}"
@@ -164,8 +168,9 @@ def prepare_(model: nn.Module, config: QuESTConfig | None = None, filter_fn=None
     ------
     TypeError
         If `model` is not an nn.Module, is itself a bare ``nn.Linear`` (it cannot be swapped in
-        place: wrap it in ``nn.Sequential`` or use ``QuESTLinear.from_linear``), or `config` is
-        not a QuESTConfig.
+        place: wrap it in ``nn.Sequential`` or use ``QuESTLinear.from_linear``), `config` is
+        not a QuESTConfig, or a layer to swap has a non-floating (e.g. int8) weight (the message
+        names the layer).
     ValueError
         If a layer's K is not a multiple of the block (message names the layer, K and block)
         and ``on_incompatible="raise"``.
@@ -235,6 +240,12 @@ def _swap_linear(linear: nn.Module, config: QuESTConfig, fqn: str = "") -> QuEST
     ValueError naming `fqn`, K and the block when ``on_incompatible="raise"``.
     """
     weight = linear.get_parameter("weight")
+    if not weight.dtype.is_floating_point:
+        where = f"layer {fqn!r}: " if fqn else ""
+        raise TypeError(
+            f"{where}the weight must be floating (fp16/bf16/fp32/fp64) to be QuEST-quantized, "
+            f"got {weight.dtype} (an already quantized layer? prepare_ the float model)"
+        )
     k = weight.shape[0] if _is_conv1d(linear) else weight.shape[1]
     block = _auto_block(k) if config.block == "auto" else int(config.block)
     if k % block:

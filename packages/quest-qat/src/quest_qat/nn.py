@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._validation import check_bool, check_float_tensor
+from ._validation import check_bits, check_block, check_bool, check_float_tensor
 from .hadamard import _rotate
 from .kernels.quest.naive import rotate_saturated
 from .packing import pack_int4, unpack_int4
@@ -325,6 +325,10 @@ class _QuESTCodesLinear(nn.Module):
         self, qweight, w_step, w_add, bias, *, w_bits, a_bits, block, rotate, w_keep=None
     ):  # fmt: skip
         super().__init__()
+        w_bits, a_bits, block, rotate = self.check_arguments(
+            qweight, w_step, w_add, bias, w_bits=w_bits, a_bits=a_bits, block=block,
+            rotate=rotate, w_keep=w_keep,
+        )  # fmt: skip
         self.register_buffer("qweight", qweight)
         self.register_buffer("w_step", w_step)
         self.register_buffer("w_add", w_add)
@@ -333,6 +337,84 @@ class _QuESTCodesLinear(nn.Module):
         self.w_bits, self.a_bits, self.block, self.rotate = w_bits, a_bits, block, rotate
         self.in_features = qweight.shape[1] * self.codes_per_byte
         self.out_features = qweight.shape[0]
+
+    #: dtype of ``qweight``: int8 codes (QuESTInt4Linear: uint8, two codes per byte)
+    qweight_dtype = torch.int8
+
+    @classmethod
+    def check_arguments(
+        cls, qweight, w_step, w_add, bias, *, w_bits, a_bits, block, rotate, w_keep=None,
+        prefix="",
+    ) -> tuple:  # fmt: skip
+        """Check the constructor's arguments against each other; `prefix` (``"<layer>."``) is
+        put before the tensor names in the messages (``load_quantized`` names the file's keys).
+
+        Returns ``(w_bits, a_bits, block, rotate)`` as plain Python values.
+
+        Raises
+        ------
+        TypeError
+            If a tensor is not a tensor or has the wrong dtype (``qweight`` int8, uint8 for
+            :class:`QuESTInt4Linear`; ``w_step`` and ``bias`` floating; ``w_add`` int32;
+            ``w_keep`` bool), or `rotate` is not a bool.
+        ValueError
+            If a shape does not fit ``qweight`` (N, K/codes_per_byte): ``w_step`` (N, 1),
+            ``w_add`` and ``bias`` (N,), ``w_keep`` (N, K); if `w_bits` is not an int in
+            1..max_w_bits, `a_bits` neither None nor an int in 1..8, `block` not a power of 2
+            dividing K (when `rotate`), or a weight code lies outside the `w_bits` grid
+            ``[-2**(w_bits-1), 2**(w_bits-1) - 1]``.
+        """
+        w_bits = check_bits(w_bits, f"{prefix}w_bits", high=cls.max_w_bits)
+        a_bits = None if a_bits is None else check_bits(a_bits, f"{prefix}a_bits")
+        block = check_block(block, f"{prefix}block")
+        rotate = check_bool(rotate, f"{prefix}rotate")
+        tensors = {"qweight": qweight, "w_step": w_step, "w_add": w_add}
+        tensors |= {"bias": bias, "w_keep": w_keep}
+        for name, t in tensors.items():
+            if t is None and name in ("bias", "w_keep"):
+                continue
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"`{prefix}{name}` must be a torch.Tensor, got {type(t).__name__}")
+        for name, ok, want in (
+            ("qweight", qweight.dtype == cls.qweight_dtype, str(cls.qweight_dtype)),
+            ("w_step", w_step.dtype.is_floating_point, "a floating dtype"),
+            ("w_add", w_add.dtype == torch.int32, "torch.int32"),
+            ("bias", bias is None or bias.dtype.is_floating_point, "a floating dtype"),
+            ("w_keep", w_keep is None or w_keep.dtype == torch.bool, "torch.bool"),
+        ):
+            if not ok:
+                got = getattr(tensors[name], "dtype", None)
+                raise TypeError(f"`{prefix}{name}` must be {want}, got {got}")
+        if qweight.dim() != 2 or 0 in qweight.shape:
+            raise ValueError(
+                f"`{prefix}qweight` must be a non-empty 2-D tensor, got shape "
+                f"{tuple(qweight.shape)}"
+            )
+        n, k = qweight.shape[0], qweight.shape[1] * cls.codes_per_byte
+        for name, shape in (
+            ("w_step", (n, 1)),
+            ("w_add", (n,)),
+            ("bias", (n,)),
+            ("w_keep", (n, k)),
+        ):
+            t = tensors[name]
+            if t is not None and tuple(t.shape) != shape:
+                raise ValueError(
+                    f"`{prefix}{name}` must have shape {shape} (N={n}, K={k} from "
+                    f"`{prefix}qweight` {tuple(qweight.shape)}), got {tuple(t.shape)}"
+                )
+        if rotate and k % block:
+            raise ValueError(f"K={k} must be a multiple of `{prefix}block`={block} (rotate=True)")
+        if qweight.device.type != "meta":
+            codes = unpack_int4(qweight) if cls.codes_per_byte == 2 else qweight
+            low, high = -(2 ** (w_bits - 1)), 2 ** (w_bits - 1) - 1
+            c_min, c_max = (int(v) for v in torch.aminmax(codes))
+            if c_min < low or c_max > high:
+                raise ValueError(
+                    f"`{prefix}qweight` holds codes in [{c_min}, {c_max}], outside the "
+                    f"{prefix}w_bits={w_bits} grid [{low}, {high}]"
+                )
+        return w_bits, a_bits, block, rotate
 
     @classmethod
     def from_quest(cls, layer: QuESTLinear):
@@ -361,7 +443,7 @@ class _QuESTCodesLinear(nn.Module):
         if wq.sparse48:
             from .kernels.quest.naive import keep_48
 
-            keep = keep_48((codes.to(step.dtype) + 0.5) * step)
+            keep = keep_48(codes.to(step.dtype) + 0.5)  # grid units: the fake-quant's choice
         bias = None if layer.bias is None else layer.bias.detach().clone()
         act = wq if aq is None else aq  # the activation basis: the quantizers share it
         return cls(
@@ -479,15 +561,20 @@ class QuESTInt4Linear(_QuESTCodesLinear):
     Raises
     ------
     TypeError
-        In forward, if `x` is not a floating tensor (integer input would give integer garbage).
+        In the constructor, for a tensor of the wrong dtype (see :meth:`check_arguments`); in
+        forward, if `x` is not a floating tensor (integer input would give integer garbage).
     ValueError
-        In forward, if `x` does not end in K. NaN/infinity is not checked (no device sync per
-        call); it propagates to the output as in ``nn.Linear``. In ``load_state_dict``, if the
-        checkpoint's ``a_bits``/``block``/``rotate`` differ from the layer's.
+        In the constructor, for shapes that do not fit ``qweight`` or bits/block out of range
+        (:meth:`check_arguments`). In forward, if `x` does not end in K. NaN/infinity is not
+        checked (no device sync per call); it propagates to the output as in ``nn.Linear``
+        (weight-only layers included: rows holding ±inf or NaN are not saturated). In
+        ``load_state_dict``, if the checkpoint's ``a_bits``/``block``/``rotate`` differ from the
+        layer's.
     """
 
     max_w_bits = 4
     codes_per_byte = 2
+    qweight_dtype = torch.uint8
     # (key, packed, scales_and_zeros, group) of the CPU int4 kernel, see _tinygemm_weights
     _tinygemm: tuple | None = None
 

@@ -150,6 +150,13 @@ def save_quantized(model: nn.Module, directory) -> Path:
 def load_quantized(model: nn.Module, directory) -> nn.Module:
     """Load a model written by :func:`save_quantized` into `model`, in place.
 
+    Everything is checked before `model` is touched, so a failed load leaves it unchanged: the
+    metadata (``quantization_config``: class, ``w_bits``, ``a_bits``, ``block``, ``rotate`` of
+    each layer; ``aliases``), each quantized layer's tensors (dtype and shape, see
+    :meth:`QuESTInt4Linear.check_arguments`, and a ``bias`` exactly where `model`'s layer has
+    one) and every other tensor's name and shape against `model`'s state_dict (strict, as
+    ``load_state_dict(strict=True)``; source: the torch ``nn.Module.load_state_dict`` contract).
+
     Parameters
     ----------
     model : nn.Module
@@ -172,9 +179,11 @@ def load_quantized(model: nn.Module, directory) -> nn.Module:
     FileNotFoundError
         If ``model.safetensors`` is missing.
     ValueError
-        If the file has no QuEST ``quantization_config`` or another format version, a layer it
-        names is missing from `model` or has other in/out features, or the tensors do not match
-        `model`'s (missing, unexpected or misshapen keys).
+        Naming the file: if it has no QuEST ``quantization_config``, another format version, or
+        malformed metadata (not JSON, a missing field, a bad bits/block/rotate value, an alias to
+        a missing tensor); if a layer it names is missing from `model` or has other in/out
+        features or another bias layout; if a tensor is missing, unexpected, misshapen or of the
+        wrong dtype (the message names the tensor).
     """
     from safetensors import safe_open
     from safetensors.torch import load_file
@@ -188,49 +197,141 @@ def load_quantized(model: nn.Module, directory) -> nn.Module:
         )
     with safe_open(str(path), framework="pt") as f:
         metadata = f.metadata() or {}
-    config = json.loads(metadata.get("quantization_config", "{}"))
-    if config.get("quant_method") != "quest":
+    config = _json_entry(metadata, "quantization_config", path, {})
+    if not isinstance(config, dict) or config.get("quant_method") != "quest":
         raise ValueError(f"{path} has no QuEST quantization_config (not from save_quantized)")
     if config.get("format_version") != FORMAT_VERSION:
         raise ValueError(
             f"{path} has format_version {config.get('format_version')!r}; this version of "
             f"quest-qat reads {FORMAT_VERSION}"
         )
+    layers = config.get("layers")
+    if not isinstance(layers, dict) or not layers:
+        raise ValueError(
+            f"{path}: malformed quantization_config: `layers` must be a non-empty dict "
+            f"{{name: spec}}, got {layers!r}"
+        )
+    aliases = _json_entry(metadata, "aliases", path, {})
+    if not isinstance(aliases, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in aliases.items()
+    ):
+        raise ValueError(
+            f"{path}: malformed aliases: must be a dict {{name: name}}, got {aliases!r}"
+        )
     first = next(model.parameters(), None)
     device = "cpu" if first is None else str(first.device)
     state: dict[str, Any] = load_file(str(path), device=device)
-    for name, target in json.loads(metadata.get("aliases", "{}")).items():
+    for name, target in aliases.items():
+        if target not in state:
+            raise ValueError(f"{path}: malformed aliases: {name!r} -> {target!r}, no such tensor")
         state[name] = state[target]
-    for fqn, spec in config["layers"].items():
-        _set(model, fqn, _rebuild(model, fqn, spec, state))
-        state[f"{fqn}._extra_state"] = {f: spec[f] for f in ("a_bits", "block", "rotate")}
+    # 1. build every integer layer (validated) without touching `model`
+    new: dict[str, _QuESTCodesLinear] = {}
+    for fqn, spec in layers.items():
+        new[fqn] = _rebuild(model, fqn, spec, state, path)
+        state[f"{fqn}._extra_state"] = new[fqn].get_extra_state()
+    # 2. the state_dict `model` will have: compare names and shapes with the file's
+    _check_keys(model, new, state, path)
+    # 3. swap and load; restore the old layers if torch still refuses
+    old = {fqn: model.get_submodule(fqn) for fqn in new}
+    for fqn, layer in new.items():
+        _set(model, fqn, layer)
     try:
         model.load_state_dict(state, strict=True)
-    except RuntimeError as err:
+    except (RuntimeError, ValueError) as err:
+        for fqn, previous in old.items():
+            _set(model, fqn, previous)
         raise ValueError(f"the tensors of {path} do not fit `model`: {err}") from None
     return model
 
 
-def _rebuild(model: nn.Module, fqn: str, spec: dict, state: dict) -> _QuESTCodesLinear:
-    """The integer layer `spec` describes, made of its tensors in `state`, after checking that
-    `model` has a layer of the same sizes at `fqn`."""
+def _json_entry(metadata: dict, key: str, path: Path, default):
+    """The JSON value of the safetensors metadata `key` (`default` if absent)."""
+    if key not in metadata:
+        return default
+    try:
+        return json.loads(metadata[key])
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: malformed {key} (not JSON: {err})") from None
+
+
+def _layer_sizes(old: nn.Module, fqn: str) -> tuple[int, int, bool]:
+    """``(N, K, has_bias)`` of the layer `old` of `model` at `fqn` (nn.Linear, GPT-2 Conv1D, a
+    QuEST layer)."""
+    bias = getattr(old, "bias", None)
+    if isinstance(old, QuESTLinear | _QuESTCodesLinear):
+        return old.out_features, old.in_features, isinstance(bias, torch.Tensor)
+    weight = getattr(old, "weight", None)
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
+        raise ValueError(
+            f"`model`'s layer {fqn!r} is a {type(old).__name__} with no 2-D weight: the "
+            "checkpoint quantizes a linear layer there"
+        )
+    k, n = weight.shape if _is_conv1d(old) else weight.shape[::-1]
+    return int(n), int(k), isinstance(bias, torch.Tensor)
+
+
+def _rebuild(model: nn.Module, fqn: str, spec: Any, state: dict, path: Path) -> _QuESTCodesLinear:
+    """The integer layer `spec` describes, made of its tensors in `state`, after checking the
+    spec, the tensors and that `model` has a layer of the same sizes and bias layout at `fqn`."""
+    where = f"{path}, layer {fqn!r}"
+    if not isinstance(fqn, str) or not isinstance(spec, dict):
+        raise ValueError(f"{path}: malformed quantization_config: layers[{fqn!r}] = {spec!r}")
+    missing = [f for f in ("class", *_FIELDS) if f not in spec]
+    if missing:
+        raise ValueError(f"{path}: malformed quantization_config: layers[{fqn!r}] lacks {missing}")
     try:
         old = model.get_submodule(fqn)
     except AttributeError:
-        raise ValueError(f"`model` has no layer {fqn!r}, which the checkpoint quantizes") from None
-    cls = _CLASSES.get(str(spec.get("class")))
+        raise ValueError(f"`model` has no layer {fqn!r}, which {path} quantizes") from None
+    cls = _CLASSES.get(str(spec["class"]))
     if cls is None:
-        raise ValueError(f"layer {fqn!r}: unknown class {spec.get('class')!r}")
+        raise ValueError(f"{where}: unknown class {spec['class']!r}")
+    n, k, has_bias = _layer_sizes(old, fqn)
     tensors = {b: state.get(f"{fqn}.{b}") for b in ("qweight", "w_step", "w_add", "bias", "w_keep")}
-    if any(tensors[b] is None for b in ("qweight", "w_step", "w_add")):
-        raise ValueError(f"layer {fqn!r}: the checkpoint lacks its qweight/w_step/w_add")
-    layer = cls(**tensors, **{f: spec[f] for f in _FIELDS})
-    weight = getattr(old, "weight", None)
-    if isinstance(weight, torch.Tensor):
-        n_k = (layer.out_features, layer.in_features)
-        if tuple(weight.shape) != (n_k[::-1] if _is_conv1d(old) else n_k):
-            raise ValueError(
-                f"layer {fqn!r}: the checkpoint has K={layer.in_features}, "
-                f"N={layer.out_features}, `model` has a weight of shape {tuple(weight.shape)}"
-            )
-    return layer
+    for b in ("qweight", "w_step", "w_add") + (("bias",) if has_bias else ()):
+        if tensors[b] is None:
+            raise ValueError(f"{where}: missing tensor {fqn}.{b} (`model`'s layer needs it)")
+    if not has_bias and tensors["bias"] is not None:
+        raise ValueError(f"{where}: unexpected tensor {fqn}.bias (`model`'s layer has no bias)")
+    try:
+        cls.check_arguments(**tensors, **{f: spec[f] for f in _FIELDS}, prefix=f"{fqn}.")
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: {err}") from None
+    qweight: torch.Tensor = state[f"{fqn}.qweight"]
+    if (qweight.shape[0], qweight.shape[1] * cls.codes_per_byte) != (n, k):
+        raise ValueError(
+            f"layer {fqn!r}: the checkpoint has K={qweight.shape[1] * cls.codes_per_byte}, "
+            f"N={qweight.shape[0]}, `model` has K={k}, N={n} ({path})"
+        )
+    return cls(**tensors, **{f: spec[f] for f in _FIELDS})
+
+
+def _check_keys(model: nn.Module, new: dict, state: dict, path: Path) -> None:
+    """Raise unless `state` has exactly the names and shapes of `model`'s state_dict once the
+    layers in `new` replace theirs (what ``load_state_dict(strict=True)`` would check)."""
+    expected: dict[str, tuple] = {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        if not any(name.startswith(f"{fqn}.") for fqn in new):
+            expected[name] = tuple(t.shape) if isinstance(t, torch.Tensor) else ()
+    for fqn, layer in new.items():
+        for name, t in layer.state_dict(prefix=f"{fqn}.", keep_vars=True).items():
+            expected[name] = tuple(t.shape) if isinstance(t, torch.Tensor) else ()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    misshapen = [
+        f"{name}: {tuple(state[name].shape)} in the file, {shape} in `model`"
+        for name, shape in expected.items()
+        if name in state
+        and isinstance(state[name], torch.Tensor)
+        and tuple(state[name].shape) != shape
+    ]
+    problems = []
+    if missing:
+        problems.append(f"missing tensor(s) {missing}")
+    if unexpected:
+        problems.append(f"unexpected tensor(s) {unexpected}")
+    if misshapen:
+        problems.append(f"misshapen tensor(s) {misshapen}")
+    if problems:
+        raise ValueError(f"the tensors of {path} do not fit `model`: {'; '.join(problems)}")

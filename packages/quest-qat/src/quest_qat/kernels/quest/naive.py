@@ -91,25 +91,35 @@ def int_codes(xh: torch.Tensor, bits: int, sigma: torch.Tensor, eps) -> tuple:
     return q, step
 
 
-def fp4_round(xh: torch.Tensor, sigma: torch.Tensor, eps) -> tuple[torch.Tensor, torch.Tensor]:
+def fp4_round(xh: torch.Tensor, sigma: torch.Tensor, eps) -> tuple:
     """Nearest FP4 level ``±{0,.5,1,1.5,2,3,4,6}·u`` with ``u = 0.48707976·σ + 1e-8``.
 
-    Returns ``(x̂, u)``."""
+    Returns ``(x̂, u, levels)``: x̂ = levels·u, levels the chosen FP4 levels (grid units)."""
     unit = FP4_SCALE * sigma + eps
     mags = torch.tensor(FP4_LEVELS, dtype=xh.dtype, device=xh.device)
     levels = torch.cat([-mags.flip(0)[:-1], mags])  # 15 sorted levels
     y = xh / unit
     mids = (levels[1:] + levels[:-1]) / 2
     idx = torch.bucketize(y, mids)
-    return levels[idx] * unit, unit
+    return levels[idx] * unit, unit, levels[idx]
 
 
-def keep_48(xhat: torch.Tensor) -> torch.Tensor:
+def keep_48(values: torch.Tensor) -> torch.Tensor:
     """4:8 structure (official ``HadamardFourEightTrustQuantizer``): in each group of 8 columns
-    (4 adjacent pairs) keep the 2 pairs of largest L2 norm; returns the bool keep-mask."""
-    m, k = xhat.shape
-    pairs = xhat.reshape(m, k // 8, 4, 2).square().sum(-1)
-    top = pairs.topk(2, dim=-1).indices
+    (4 adjacent pairs) keep the 2 pairs of largest L2 norm; returns the bool keep-mask.
+
+    Pass the rounded values in grid units (``q + ½`` on the int grid, the FP4 level on the FP4
+    grid): x̂ is that times the row's step, so the ranking is the official one, but the squared
+    pair norms are then exact small multiples of ¼ that do not depend on the step's rounding
+    (row-wise tensor parallelism gets σ, hence Δ, to the last bit only). Ties, frequent on a
+    coarse grid (e.g. codes (1, 2) and (2, 1)), go to the pair of lower index: the ranking key
+    ``8·norm² + (3 - pair)`` is exact in float32/64 and has no ties, so the choice is
+    deterministic and the same on every shard."""
+    m, k = values.shape
+    dtype = compute_dtype(values.dtype)
+    pairs = values.to(dtype).reshape(m, k // 8, 4, 2).square().sum(-1)
+    order = torch.arange(3, -1, -1, dtype=dtype, device=values.device)
+    top = (8 * pairs + order).topk(2, dim=-1).indices
     keep = torch.zeros_like(pairs, dtype=torch.bool).scatter_(-1, top, True)
     return keep.repeat_interleave(2, dim=-1).reshape(m, k)
 
@@ -136,20 +146,21 @@ def quest_fwd_naive(
     xh, sigma, r = row_statistics(x, block, rotate, group)
     eps = EPS if r is None else EPS / r
     if grid == "fp4":
-        xhat, step = fp4_round(xh, sigma, eps)
+        xhat, step, units = fp4_round(xh, sigma, eps)
         radius = trust * step
         alpha = 6.0 * FP4_SCALE
     else:
         q, step = int_codes(xh, bits, sigma, eps)
-        xhat = (q + 0.5) * step
+        units = q + 0.5
+        xhat = units * step
         radius = trust * step / 2
         alpha = optimal_gaussian_scale(bits)
     if clip_scale is not None:
         mask = xh.abs() <= clip_scale * alpha * sigma
     else:
         mask = (xhat - xh).abs() <= radius
-    if sparse48:
-        xhat = xhat * keep_48(xhat)
+    if sparse48:  # chosen on the grid units, independent of Δ's last bit (see keep_48)
+        xhat = xhat * keep_48(units)
     if r is None:  # finite σ: |x_h| and Δ are far below the dtype's maximum
         return xhat, mask, step
     return saturate(xhat * r), mask, saturate(step * r)
@@ -177,5 +188,14 @@ def quest_bwd_naive(
 def rotate_saturated(x: torch.Tensor, block: int) -> torch.Tensor:
     """``x · blockdiag(H_block, …)`` in x's dtype, computed in the compute dtype and saturated at
     the dtype's largest finite value (a rotation grows a row's entries up to ``sqrt(block)``
-    times, beyond the fp16 range for entries above ~5.8e3 at block 128)."""
-    return saturate(_rotate(x.to(compute_dtype(x.dtype)), block), x.dtype)
+    times, beyond the fp16 range for entries above ~5.8e3 at block 128).
+
+    Only finite rows saturate: a row holding ±inf or NaN keeps its unclamped rotation (±inf or
+    NaN in its blocks), so non-finite input gives non-finite output downstream, as in
+    ``nn.Linear`` (the clamp used to turn ±inf into the largest finite value)."""
+    rotated = _rotate(x.to(compute_dtype(x.dtype)), block)
+    saturated = saturate(rotated, x.dtype)
+    if x.numel() == 0:
+        return saturated
+    finite_rows = torch.isfinite(x).all(dim=-1, keepdim=True)
+    return torch.where(finite_rows, saturated, rotated.to(x.dtype))
