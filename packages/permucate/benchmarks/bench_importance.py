@@ -73,8 +73,8 @@ def ours(learner, X_train, X_test, phi):
     groups = [np.array([j]) for j in range(X_train.shape[1])]
     sampler = ConditionalSampler(RidgeCV(alphas=ALPHAS), feature_types="continuous")
     model = as_cate(learner)
-    base = dr_risk(model.effect(X_test), phi)
-    state = _Fold(None, X_test, {"pseudo": phi}, model, None, base, vte=np.nan)
+    base = dr_risk(model.effect(X_test), phi)[None]  # (contrasts, n_test), one contrast
+    state = _Fold(None, X_test, {"pseudo": phi[:, None]}, model, None, base, vte=np.full(1, np.nan))
     state.extra["sampler"] = sampler.fit(X_train, groups)
     seeds = np.random.SeedSequence(0).spawn(len(groups))
     return [est._unit_importance(state, g, groups[g], seeds[g]).mean() for g in range(len(groups))]

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from permucate import datasets
 from permucate.cli import main
+from statsmodels.stats.multitest import multipletests
 
 
 def test_module_runs_the_run_command(run_console):
@@ -78,11 +79,13 @@ def test_run_writes_the_importance_table(tmp_path, capsys):
     csv = tmp_path / "trial.csv"
     frame.to_csv(csv, index=False)
     out = tmp_path / "imp.csv"
-    main(["run", str(csv), "--treatment", "treated", "--outcome", "outcome",
-          "--n-permutations", "5", "--out", str(out)])  # fmt: skip
+    main(["run", str(csv), "--treatment", "treated", "--outcome", "outcome", "--n-permutations",
+          "5", "--n-repeats", "2", "--adjust", "bh", "--out", str(out)])  # fmt: skip
     table = pd.read_csv(out, index_col=0)
     assert list(table.index) == ["x1", "x2", "x3", "x4", "x5", "x6"]
     assert np.isfinite(table.pvalue).all()
+    bh = multipletests(table.pvalue, method="fdr_bh")[1]
+    np.testing.assert_allclose(table.pvalue_adjusted, bh, rtol=1e-12)
     assert "wrote" in capsys.readouterr().out
 
 
@@ -91,7 +94,7 @@ def test_run_writes_the_importance_table(tmp_path, capsys):
     [
         (["--treatment", "nope", "--outcome", "y"], "columns \\['nope'\\] not in"),
         (["--treatment", "t", "--outcome", "y", "--covariates", "name"], "must be numeric"),
-        (["--treatment", "y", "--outcome", "t", "--covariates", "x"], "`T` must be binary"),
+        (["--treatment", "y", "--outcome", "t", "--covariates", "x"], "is `T` continuous"),
         (["--treatment", "t", "--outcome", "t"], "name the same column"),
         (["--treatment", "t", "--outcome", "y", "--covariates", "t", "x"], "must not include"),
         (["--treatment", "t", "--outcome", "y", "--out", "/no/such/dir/i.csv"], "does not exist"),

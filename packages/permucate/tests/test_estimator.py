@@ -241,7 +241,7 @@ class WrongShapeSampler:
 @pytest.mark.parametrize(
     ("params", "fit_override", "error", "match"),
     [
-        ({}, {"T": np.tile([0, 2], 20)}, ValueError, "`T` must be binary"),
+        ({}, {"T": np.tile([0, 0.5], 20)}, ValueError, "`T` must be a discrete treatment"),
         ({}, {"Y": np.zeros(39)}, ValueError, "`Y` has 39 rows but `X` has 40"),
         ({}, {"T": np.tile([0, 1], 19)}, ValueError, "`T` has 38 rows"),
         ({}, {"Y": np.r_[np.nan, np.zeros(39)]}, ValueError, "`Y` contains NaN"),

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hidimstat import CFI
+from hidimstat import CFI, PFI
 from hidimstat.statistical_tools import nadeau_bengio_ttest
 from permucate import ConditionalSampler, PermuCATE, datasets, dr_learner
 from permucate.inference import corrected_ttest
@@ -69,6 +69,34 @@ def test_cfi_on_the_same_cate_model_is_twice_our_fold_value(fitted):
     theirs = cfi.importance(X[test], phi)
     ours = est.importances_folds_[:, 0]
     signal = data.importance > 0
+    np.testing.assert_allclose(theirs[signal], 2 * ours[signal], rtol=0.05)
+    np.testing.assert_allclose(theirs[~signal], 2 * ours[~signal], atol=0.05)
+
+
+def test_pfi_on_the_same_cate_model_is_twice_our_marginal_fold_value():
+    """hidimstat PFI(estimator=τ̂, loss=MSE).importance(X_test, φ_test) ≈ 2× our method="pfi"
+    fold value (ours carries the ½), both permuting each covariate within the test part."""
+    data = datasets.hines(2000, random_state=3)
+    X = data.X.to_numpy()
+    est = PermuCATE(
+        dr_learner(RidgeCV(), LogisticRegression(), RidgeCV(), random_state=0),
+        method="pfi",
+        n_permutations=200,
+        outcome_model=RidgeCV(),
+        propensity_model=LogisticRegression(),
+        random_state=0,
+    ).fit(X, data.T, data.Y)
+    train, test = est.folds_[0]
+    phi = est.nuisances_[0].pseudo_outcome(X[test], data.T[test], data.Y[test])
+    pfi = PFI(
+        estimator=FittedCate(est.learners_[0]),
+        loss=mean_squared_error,
+        n_permutations=200,
+        random_state=1,
+    )
+    theirs = pfi.fit(X[train]).importance(X[test], phi)
+    ours = est.importances_folds_[:, 0]
+    signal = np.abs(theirs) > 0.5
     np.testing.assert_allclose(theirs[signal], 2 * ours[signal], rtol=0.05)
     np.testing.assert_allclose(theirs[~signal], 2 * ours[~signal], atol=0.05)
 

@@ -49,6 +49,19 @@ def test_per_arm_regressor_rejects_bad_input(X, match):
         PerArmRegressor(LinearRegression()).fit(X, np.zeros(len(X)))
 
 
+@pytest.mark.parametrize(
+    ("n_arms", "X", "match"),
+    [
+        (1, np.zeros((4, 2)), "`n_arms` must be"),
+        (3, np.zeros((4, 2)), ">= 3 columns"),
+        (3, np.column_stack([np.zeros(4), [1, 1, 0, 0], [1, 0, 0, 1]]), "one-hot"),
+    ],
+)
+def test_per_arm_regressor_rejects_a_bad_arm_layout(n_arms, X, match):
+    with pytest.raises(ValueError, match=match):
+        PerArmRegressor(LinearRegression(), n_arms=n_arms).fit(X, np.zeros(len(X)))
+
+
 class CausalMLStyle:
     """The causalml meta-learner convention: fit(X, treatment, y), predict -> (n, 1)."""
 
@@ -98,7 +111,8 @@ def test_cate_model_rejects_a_wrong_number_of_effects():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"), [({"cv": 1}, "`cv` must be"), ({"clip": 0.6}, "`clip` must be")]
+    ("kwargs", "match"),
+    [({"cv": 1}, "`cv` must be"), ({"clip": 0.6}, "`clip` must be"), ({"n_arms": 1}, "`n_arms`")],
 )
 def test_dr_learner_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):

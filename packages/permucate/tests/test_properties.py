@@ -42,13 +42,18 @@ def test_risks_are_squares_zero_at_the_target(u):
     np.testing.assert_allclose(r_risk(exact, y, t, m_hat, pi_hat), 0.0, atol=1e-12)
 
 
+def two_arms(mu0, mu1, pi):
+    """Per-arm matrices (mu, propensity) of shape (n, 2) from binary-treatment nuisances."""
+    return np.column_stack([mu0, mu1]), np.column_stack([1 - pi, pi])
+
+
 @given(units())
 def test_dr_pseudo_outcome_is_the_effect_when_the_outcome_model_is_exact(u):
     """If Y equals the outcome model of its arm, the correction term vanishes and
     φ = μ̂1 − μ̂0 whatever the propensity (double robustness, Kennedy 2023)."""
     _, _, t, _, pi_hat, mu0, mu1 = u
     y = np.where(t == 1, mu1, mu0)
-    phi = dr_pseudo_outcome({"mu0": mu0, "mu1": mu1, "pi": pi_hat}, t, y)
+    phi = dr_pseudo_outcome(*two_arms(mu0, mu1, pi_hat), t.astype(int), y)[:, 0]
     np.testing.assert_allclose(phi, mu1 - mu0, rtol=1e-12, atol=1e-12)
 
 
@@ -58,10 +63,31 @@ def test_dr_pseudo_outcome_averages_to_the_units_effect_over_the_treatment_draw(
     arm seeing its potential outcome, gives y(1) − y(0) exactly, whatever the outcome model
     (the inverse-propensity correction is unbiased; Kennedy 2023, Eq. 2)."""
     _, y1, _, y0, pi, mu0, mu1 = u
-    nuisances = {"mu0": mu0, "mu1": mu1, "pi": pi}  # any outcome model, right or wrong
-    treated = dr_pseudo_outcome(nuisances, np.ones_like(pi), y1)
-    control = dr_pseudo_outcome(nuisances, np.zeros_like(pi), y0)
+    nuisances = two_arms(mu0, mu1, pi)  # any outcome model, right or wrong
+    treated = dr_pseudo_outcome(*nuisances, np.ones(len(pi), int), y1)[:, 0]
+    control = dr_pseudo_outcome(*nuisances, np.zeros(len(pi), int), y0)[:, 0]
     np.testing.assert_allclose(pi * treated + (1 - pi) * control, y1 - y0, rtol=1e-9, atol=1e-8)
+
+
+@st.composite
+def arms(draw):
+    """n units of an A-arm treatment (A in 3..5): potential outcomes y (n, A), outcome model
+    μ̂ (n, A), true propensities π (n, A) with rows summing to 1."""
+    a, n = draw(st.integers(3, 5)), draw(st.integers(1, 15))
+    y, mu = (draw(hnp.arrays(np.float64, (n, a), elements=values)) for _ in range(2))
+    weights = draw(hnp.arrays(np.float64, (n, a), elements=st.floats(0.05, 1)))
+    return y, mu, weights / weights.sum(axis=1, keepdims=True)
+
+
+@given(arms())
+def test_multiarm_pseudo_outcome_averages_to_each_arms_effect_over_the_treatment_draw(u):
+    """With A arms and the true propensities, averaging φ_a over T ~ π (each arm seeing its
+    potential outcome) gives y(a) − y(0) for every arm a, whatever the outcome model (the
+    multi-arm DR pseudo-outcome is unbiased; Kennedy 2023, Eq. 2, per arm as in econml)."""
+    y, mu, pi = u
+    n, a = y.shape
+    average = sum(pi[:, [t]] * dr_pseudo_outcome(mu, pi, np.full(n, t), y[:, t]) for t in range(a))
+    np.testing.assert_allclose(average, y[:, 1:] - y[:, :1], rtol=1e-9, atol=1e-7)
 
 
 fold_tables = st.tuples(st.integers(1, 5), st.integers(2, 10)).flatmap(

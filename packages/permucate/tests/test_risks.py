@@ -52,15 +52,16 @@ def test_per_arm_outcome_models_are_fitted_on_their_own_arm():
     from sklearn.linear_model import LinearRegression
 
     nuis = RiskNuisances(LinearRegression(), FixedClassifier([0.0])).fit(X, T, Y)
-    np.testing.assert_allclose(nuis.mu0_.coef_, [1.0])
-    np.testing.assert_allclose(nuis.mu1_.coef_, [10.0])
+    np.testing.assert_allclose(nuis.outcome_models_[0].coef_, [1.0])
+    np.testing.assert_allclose(nuis.outcome_models_[1].coef_, [10.0])
 
 
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"T": np.array([0, 2, 1, 0])}, ValueError, "`T` must be binary"),
-        ({"T": np.array([0, 0, 0, 0])}, ValueError, "`T` needs at least 1 units per arm"),
+        ({"T": np.array([0, 0.5, 1, 0])}, ValueError, "`T` must be a discrete treatment"),
+        ({"T": np.array([0, 0, 0, 0])}, ValueError, "`T` must have at least two arms"),
+        ({"T": np.array([0, 2, 1, 0])}, ValueError, "`propensity_model` has classes_"),
         ({"Y": np.array([0.0, np.nan, 1.0, 2.0])}, ValueError, "`Y` contains NaN"),
         ({"Y": np.zeros(3)}, ValueError, "`Y` has 3 rows but `X` has 4"),
         ({"X": np.zeros((0, 2))}, ValueError, "`X`"),

@@ -18,6 +18,7 @@ def test_dask_cluster_gives_the_same_result_as_one_process():
                 LinearRegression(), LogisticRegression(), LinearRegression(), random_state=0
             ),
             n_permutations=5,
+            n_repeats=2,
             outcome_model=LinearRegression(),
             propensity_model=LogisticRegression(),
             n_jobs=n_jobs,

@@ -18,13 +18,14 @@ from .nuisance import RiskNuisances
 from .risks import dr_risk, r_risk, tau_risk
 
 # Conditional samplers
-from .sampling import ConditionalSampler, LinearGaussianSampler
+from .sampling import ConditionalSampler, LinearGaussianSampler, MarginalSampler
 
 __all__ = [
     "LOCO",
     "CateModel",
     "ConditionalSampler",
     "LinearGaussianSampler",
+    "MarginalSampler",
     "PerArmRegressor",
     "PermuCATE",
     "RiskNuisances",

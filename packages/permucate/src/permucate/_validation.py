@@ -6,6 +6,9 @@ import numpy as np
 
 from icml25_core import check_array
 
+#: Above this many arms, an arm too small to fit is reported as a likely continuous treatment.
+MANY_ARMS = 10
+
 
 def check_design(x, name, *, ndim=2, n=None):
     """Finite, non-empty float64 array of ``ndim`` dims whose first axis has length ``n``."""
@@ -15,17 +18,52 @@ def check_design(x, name, *, ndim=2, n=None):
     return arr
 
 
-def check_binary_treatment(t, *, n, min_per_arm=1, name="T"):
-    """Treatment vector in {0, 1} of length ``n`` with at least ``min_per_arm`` units per arm."""
+def integer_labels(t, *, n, name="T"):
+    """Treatment labels (n,) as int64; ValueError naming ``name`` for non-integer values."""
     arr = check_design(t, name, ndim=1, n=n)
-    if not np.isin(arr, (0.0, 1.0)).all():
-        bad = np.unique(arr[~np.isin(arr, (0.0, 1.0))])[:5]
-        raise ValueError(f"`{name}` must be binary in {{0, 1}}, found values {bad.tolist()}")
-    arr = arr.astype(np.int64)
-    counts = np.bincount(arr, minlength=2)
-    if counts.min() < min_per_arm:
+    fractional = arr != np.round(arr)
+    if fractional.any():
         raise ValueError(
-            f"`{name}` needs at least {min_per_arm} units per arm, got {counts[0]} control "
-            f"and {counts[1]} treated"
+            f"`{name}` must be a discrete treatment coded by integers (0/1, or 0/1/2/... for "
+            f"several arms); found non-integer values {np.unique(arr[fractional])[:5].tolist()}. "
+            "Continuous treatments are not supported"
         )
-    return arr
+    return arr.astype(np.int64)
+
+
+def check_treatment(t, *, n, min_per_arm=1, name="T"):
+    """Discrete treatment of length ``n``: integer codes, >= 2 arms, >= ``min_per_arm`` units each.
+
+    Returns
+    -------
+    t : ndarray of shape (n,), int64
+        The treatment labels.
+    arms : ndarray of shape (A,), int64
+        The sorted distinct labels; ``arms[0]`` is the base arm of every contrast.
+
+    Raises
+    ------
+    ValueError
+        NaN/inf, a length other than ``n``, non-integer (continuous) values, a single arm, or an
+        arm with fewer than ``min_per_arm`` units.
+    """
+    arr = integer_labels(t, n=n, name=name)
+    arms, counts = np.unique(arr, return_counts=True)
+    if arms.size < 2:
+        raise ValueError(f"`{name}` must have at least two arms, got only {arms.tolist()}")
+    few = counts < min_per_arm
+    if few.any():
+        shown = ", ".join(
+            f"arm {a}: {c}" for a, c in zip(arms[few][:5], counts[few][:5], strict=True)
+        )
+        more = f", ... ({few.sum()} arms in all)" if few.sum() > 5 else ""
+        hint = (
+            f"; {arms.size} levels with few units each: is `{name}` continuous? Only discrete "
+            "treatments are supported"
+            if arms.size > MANY_ARMS
+            else ""
+        )
+        raise ValueError(
+            f"`{name}` needs at least {min_per_arm} units per arm, got {shown}{more}{hint}"
+        )
+    return arr, arms

@@ -77,6 +77,7 @@ def run(args):
         risk=args.risk,
         n_permutations=args.n_permutations,
         cv=args.cv,
+        n_repeats=args.n_repeats,
         n_jobs=args.n_jobs,
         random_state=args.seed,
     )
@@ -84,9 +85,12 @@ def run(args):
         est.fit(frame[covariates], frame[args.treatment].to_numpy(), frame[args.outcome].to_numpy())
     except (ValueError, TypeError) as err:
         raise SystemExit(f"permucate run: {err}") from err
-    table = est.summary()
+    table = est.summary(adjust=args.adjust)
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
-    if args.out.lower().endswith(".json"):
+    if args.out.lower().endswith(".json") and isinstance(table.index, pd.MultiIndex):
+        # Several arms: one record per (contrast, feature).
+        table.reset_index().to_json(args.out, orient="records", indent=2, double_precision=15)
+    elif args.out.lower().endswith(".json"):
         table.to_json(args.out, orient="index", indent=2, double_precision=15)
     else:
         table.to_csv(args.out)
@@ -106,13 +110,29 @@ def build_parser():
     )
     r = sub.add_parser("run", help="importance of each covariate for the CATE of a CSV file")
     r.add_argument("data", help="CSV file with one row per unit")
-    r.add_argument("--treatment", required=True, help="binary (0/1) treatment column")
+    r.add_argument(
+        "--treatment",
+        required=True,
+        help="discrete treatment column: 0/1, or integer arms (one importance per arm against "
+        "the lowest)",
+    )
     r.add_argument("--outcome", required=True, help="outcome column")
     r.add_argument("--covariates", nargs="+", help="covariate columns (default: all others)")
     r.add_argument("--learner", choices=LEARNERS, default="dr-linear", help="default: dr-linear")
     r.add_argument("--risk", choices=("dr", "r"), default="dr", help="default: dr")
     r.add_argument("--n-permutations", type=int, default=50, help="default: 50")
     r.add_argument("--cv", type=int, default=5, help="cross-fitting folds (default: 5)")
+    r.add_argument(
+        "--n-repeats",
+        type=positive_int,
+        default=1,
+        help="repetitions of the cross-fitting on new splits (default: 1)",
+    )
+    r.add_argument(
+        "--adjust",
+        choices=("holm", "bh"),
+        help="adjust the p-values for multiplicity (Holm: FWER; BH: FDR)",
+    )
     r.add_argument("--n-jobs", type=int, default=1, help="default: 1")
     r.add_argument("--seed", type=int, default=0, help="default: 0")
     r.add_argument("--out", default="importance.csv", help=".csv or .json (importance.csv)")

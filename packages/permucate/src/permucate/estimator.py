@@ -10,6 +10,10 @@ that of ``τ̂(X)``. Nuisances, pseudo-outcomes, ``Y`` and ``T`` always stay at 
   [ℓ_i(τ̂(X̃^(j,p))) − ℓ_i(τ̂(X))]``.
 - :class:`LOCO` refits without the feature: ``ψ̂_j^(k) = mean_i [ℓ_i(τ̂_−j(X_−j)) − ℓ_i(τ̂(X))]``.
 
+``n_repeats`` repeats the whole cross-fitting on ``R`` re-drawn splits; the ``R·K`` fold values
+feed one corrected repeated k-fold t-test (Bouckaert & Frank 2004). A multi-valued discrete
+treatment gives one importance per (arm against the base arm, feature), from per-arm effects.
+
 The estimand (Hines et al. 2022) is ``ψ_j = E[(τ(X) − E[τ(X) | X_−j])²]``; the ``½`` makes the
 conditional-permutation estimate unbiased for it (with an oracle ``τ̂`` and an independent
 residual copy, ``E[(τ(X̃) − τ(X))²] = 2ψ_j``).
@@ -26,16 +30,17 @@ import pandas as pd
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, clone, is_regressor
 from sklearn.model_selection import StratifiedKFold
+from sklearn.multioutput import MultiOutputRegressor
 from sklearn.utils.validation import check_is_fitted
 
 from icml25_core import check_choice, check_scalar, spawn_seeds
 
-from ._validation import check_binary_treatment, check_design
-from .inference import corrected_ttest
-from .learners import CateModel, as_cate, dr_learner
+from ._validation import check_design, check_treatment
+from .inference import ADJUSTMENTS, adjust_pvalues, corrected_ttest
+from .learners import CateModel, PerArmRegressor, as_cate, dr_learner
 from .nuisance import RiskNuisances, dr_pseudo_outcome
 from .risks import RISKS, dr_risk, r_risk, tau_risk
-from .sampling import ConditionalSampler, resolve_feature_types
+from .sampling import ConditionalSampler, MarginalSampler, resolve_feature_types
 
 __all__ = ["LOCO", "PermuCATE"]
 
@@ -45,24 +50,47 @@ MAX_BATCH_ELEMENTS = 2**24
 
 @dataclass
 class _Fold:
-    """What one cross-fitting fold hands to its (fold, feature) importance units."""
+    """What one cross-fitting fold hands to its (fold, feature) importance units.
+
+    ``C`` is the number of contrasts (arms − 1); ``targets`` holds ``pseudo`` / ``tau`` of shape
+    (n_test, C) and, for the R-risk (two arms), ``y``, ``t``, ``m``, ``pi`` of shape (n_test,).
+    """
 
     test: np.ndarray
     X_test: np.ndarray
     targets: dict
     model: CateModel
     nuisances: RiskNuisances | None
-    base_loss: np.ndarray
-    vte: float
+    base_loss: np.ndarray  # (C, n_test)
+    vte: np.ndarray  # (C,)
     extra: dict = field(default_factory=dict)
 
 
-def _risk(risk, tau_hat, targets):
+def _risk(risk, tau_hat, targets, contrast):
+    """Per-sample risk of ``tau_hat`` (..., n) for contrast ``contrast`` (a column of targets)."""
     if risk == "dr":
-        return dr_risk(tau_hat, targets["pseudo"])
+        return dr_risk(tau_hat, targets["pseudo"][:, contrast])
     if risk == "r":
         return r_risk(tau_hat, targets["y"], targets["t"], targets["m"], targets["pi"])
-    return tau_risk(tau_hat, targets["tau"])
+    return tau_risk(tau_hat, targets["tau"][:, contrast])
+
+
+def _columns(effect):
+    """Effects as (n, C): a two-arm effect (n,) becomes one column."""
+    return effect.reshape(len(effect), -1)
+
+
+def _check_tau(tau, n, n_contrasts):
+    """True CATE as (n, C): (n,) for two arms, one column per arm against the base otherwise."""
+    if n_contrasts == 1:
+        return check_design(tau, "tau", ndim=1, n=n)[:, None]
+    tau = check_design(tau, "tau", ndim=2, n=n)
+    if tau.shape[1] != n_contrasts:
+        raise ValueError(
+            f"`tau` must have shape (n, {n_contrasts}), one column per arm against the base arm; "
+            f"got {tau.shape}"
+        )
+    return tau
 
 
 def _check_aligned(X, named):
@@ -129,6 +157,7 @@ class _CrossFitImportance(BaseEstimator):
         *,
         risk="dr",
         cv=5,
+        n_repeats=1,
         outcome_model=None,
         propensity_model=None,
         groups=None,
@@ -140,6 +169,7 @@ class _CrossFitImportance(BaseEstimator):
         self.learner = learner
         self.risk = risk
         self.cv = cv
+        self.n_repeats = n_repeats
         self.outcome_model = outcome_model
         self.propensity_model = propensity_model
         self.groups = groups
@@ -156,12 +186,14 @@ class _CrossFitImportance(BaseEstimator):
         ----------
         X : ndarray or DataFrame of shape (n, d), float
             Covariates; DataFrame column names become feature names.
-        T : array-like of shape (n,), {0, 1}
-            Binary treatment.
+        T : array-like of shape (n,), integer codes
+            Discrete treatment: {0, 1}, or ``A > 2`` arms (any integers; the lowest is the base
+            arm of every contrast). Continuous treatments are refused.
         Y : array-like of shape (n,), float
             Outcome.
-        tau : array-like of shape (n,), float, default=None
-            True CATE, required by ``risk="tau"`` (simulations, semi-synthetic data).
+        tau : array-like of shape (n,) or (n, A − 1), float, default=None
+            True CATE (of each arm against the base arm), required by ``risk="tau"``
+            (simulations, semi-synthetic data).
 
         Returns
         -------
@@ -170,9 +202,11 @@ class _CrossFitImportance(BaseEstimator):
         Raises
         ------
         ValueError
-            Non-binary ``T``, mismatched lengths, NaN/inf, an arm with fewer than ``cv`` units,
-            ``cv < 2``, unknown ``risk``, ``risk="tau"`` without ``tau``, unknown or overlapping
-            ``features`` / ``groups``, or an out-of-range parameter.
+            Non-integer (continuous) or single-arm ``T``, mismatched lengths, NaN/inf, an arm
+            with fewer than ``cv`` units, ``cv < 2``, ``n_repeats < 1``, unknown ``risk``,
+            ``risk="r"`` with more than two arms, ``risk="tau"`` without ``tau`` or with ``tau``
+            of the wrong shape, unknown or overlapping ``features`` / ``groups``, a
+            ``PerArmRegressor`` built for another number of arms, or an out-of-range parameter.
         TypeError
             A ``learner`` with neither ``effect`` nor ``predict`` that is not callable.
         """
@@ -180,7 +214,13 @@ class _CrossFitImportance(BaseEstimator):
         _check_aligned(X, {"T": T, "Y": Y, "tau": tau})
         X, names = _as_matrix(X)
         n = X.shape[0]
-        T = check_binary_treatment(T, n=n, min_per_arm=self.cv)
+        T, arms = check_treatment(T, n=n, min_per_arm=self.cv)
+        n_contrasts = arms.size - 1
+        if self.risk == "r" and n_contrasts > 1:
+            raise ValueError(
+                f'`risk`="r" (the R-loss) needs two arms, `T` has {arms.size}: use risk="dr" '
+                'or "tau" for a multi-valued treatment'
+            )
         Y = check_design(Y, "Y", ndim=1, n=n)
         if self.risk == "tau" and tau is None:
             raise ValueError(
@@ -192,52 +232,73 @@ class _CrossFitImportance(BaseEstimator):
                 UserWarning,
                 stacklevel=2,
             )
-        tau = None if tau is None else check_design(tau, "tau", ndim=1, n=n)
+        tau = None if tau is None else _check_tau(tau, n, n_contrasts)
         unit_names, units = self._resolve_units(names)
         self._check_units(X, names, unit_names, units)
         _warn_collinear(X, names)
-        seeds = spawn_seeds(self.random_state, 2 + self.cv * len(units))
-        split_seed, learner_seed = (int(s.generate_state(1)[0]) for s in seeds[:2])
-        learner = as_cate(
-            dr_learner(random_state=learner_seed) if self.learner is None else self.learner
-        )
-        self._check_learner(learner)
-        folds = list(
-            StratifiedKFold(n_splits=self.cv, shuffle=True, random_state=split_seed).split(X, T)
-        )
+        # Repeat r takes children [r·m, (r+1)·m) of one SeedSequence spawn: split, learner, then
+        # one per (fold, unit). Repeat 0 is exactly the single-repeat layout.
+        per_repeat = 2 + self.cv * len(units)
+        seeds = spawn_seeds(self.random_state, self.n_repeats * per_repeat)
+        user_learner = None if self.learner is None else as_cate(self.learner)
+        folds, fold_jobs = [], []
+        for r in range(self.n_repeats):
+            split_child, learner_child = seeds[r * per_repeat : r * per_repeat + 2]
+            split_seed, learner_seed = (
+                int(s.generate_state(1)[0]) for s in (split_child, learner_child)
+            )
+            learner = (
+                as_cate(dr_learner(random_state=learner_seed, n_arms=arms.size))
+                if user_learner is None
+                else user_learner
+            )
+            self._check_learner(learner, arms.size)
+            splitter = StratifiedKFold(n_splits=self.cv, shuffle=True, random_state=split_seed)
+            for train, test in splitter.split(X, T):
+                folds.append((train, test))
+                fold_jobs.append((learner, train, test, learner_child))
         parallel = Parallel(n_jobs=self.n_jobs)
         states = parallel(
-            delayed(self._fit_fold)(learner.clone(), X, T, Y, tau, train, test, units, seeds[1])
-            for train, test in folds
+            delayed(self._fit_fold)(learner.clone(), X, T, Y, tau, train, test, units, seed)
+            for learner, train, test, seed in fold_jobs
         )
-        jobs = [(k, g) for k in range(self.cv) for g in range(len(units))]
+        n_units = len(units)
+        jobs = [(f, g) for f in range(len(folds)) for g in range(n_units)]
+        unit_seeds = [
+            seeds[(f // self.cv) * per_repeat + 2 + (f % self.cv) * n_units + g] for f, g in jobs
+        ]
         per_unit = parallel(
-            delayed(self._unit_importance)(states[k], g, units[g], seeds[2 + k * len(units) + g])
-            for k, g in jobs
+            delayed(self._unit_importance)(states[f], g, units[g], seed)
+            for (f, g), seed in zip(jobs, unit_seeds, strict=True)
         )
-        self.per_sample_ = np.empty((len(units), n))
-        self.importances_folds_ = np.empty((len(units), self.cv))
-        for (k, g), values in zip(jobs, per_unit, strict=True):
-            self.per_sample_[g, states[k].test] = values
-            self.importances_folds_[g, k] = values.mean()
+        # Rows: contrast-major, row c·G + g; each sample is in one test fold per repeat.
+        self.per_sample_ = np.zeros((n_contrasts * n_units, n))
+        self.importances_folds_ = np.empty((n_contrasts * n_units, len(folds)))
+        for (f, g), values in zip(jobs, per_unit, strict=True):
+            rows = np.arange(n_contrasts) * n_units + g
+            self.per_sample_[rows[:, None], states[f].test] += values / self.n_repeats
+            self.importances_folds_[rows, f] = values.mean(axis=1)
         self.importances_ = self.importances_folds_.mean(axis=1)
-        self.variance_tau_ = float(np.mean([s.vte for s in states]))
-        if self.variance_tau_ > 0:
-            self.importances_normalized_ = self.importances_ / self.variance_tau_
-        else:
+        variance = np.mean([s.vte for s in states], axis=0)
+        self.variance_tau_ = float(variance[0]) if n_contrasts == 1 else variance
+        if (variance <= 0).any():
+            shown = ", ".join(f"{v:.3g}" for v in variance)
             warnings.warn(
-                f"the estimate of Var(τ(X)) is not positive ({self.variance_tau_:.3g}): the "
-                "effect heterogeneity cannot be told from noise here, so "
-                "importances_normalized_ is NaN",
+                f"the estimate of Var(τ(X)) is not positive ({shown}): the effect "
+                "heterogeneity cannot be told from noise here, so importances_normalized_ is NaN"
+                + ("" if n_contrasts == 1 else " for that contrast"),
                 RuntimeWarning,
                 stacklevel=2,
             )
-            self.importances_normalized_ = np.full_like(self.importances_, np.nan)
+        positive = np.where(variance > 0, variance, np.nan)
+        self.importances_normalized_ = self.importances_ / np.repeat(positive, n_units)
         self.pvalues_, self.conf_int_, self.std_err_ = corrected_ttest(
-            self.importances_folds_, self.alpha
+            self.importances_folds_, self.alpha, n_folds=self.cv
         )
         self.feature_names_in_ = np.asarray(names, dtype=object)
         self.importance_names_ = np.asarray(unit_names, dtype=object)
+        self.arms_ = arms
+        self.contrasts_ = np.asarray([f"{a} vs {arms[0]}" for a in arms[1:]], dtype=object)
         self.groups_ = units
         self.folds_ = folds
         self.learners_ = [s.model.estimator for s in states]
@@ -249,32 +310,41 @@ class _CrossFitImportance(BaseEstimator):
         X_te, T_te, Y_te = X[test], T[test], Y[test]
         extra: dict = {}
         model = self._fit_model(learner, X[train], T[train], Y[train], units, seed, extra)
-        tau_hat = model.effect(X_te)
-        nuisances, pseudo = None, None
+        tau_hat = _columns(model.effect(X_te))
+        nuisances = None
         if self.risk != "tau":
             nuisances = self._nuisances().fit(X[train], T[train], Y[train])
             predicted = nuisances.predict(X_te)
-            pseudo = dr_pseudo_outcome(predicted, T_te, Y_te)
+            arm = nuisances.arm_index(T_te, n=len(test))
+            pseudo = dr_pseudo_outcome(predicted["mu"], predicted["propensity"], arm, Y_te)
             targets = {
                 "pseudo": pseudo,
                 "y": Y_te,
-                "t": T_te,
+                "t": arm,
                 "m": predicted["m"],
-                "pi": predicted["pi"],
+                "pi": predicted["propensity"][:, -1],
             }
-            # One-step (influence-function) estimate of Var(τ(X)) on the test part
+            # One-step (influence-function) estimate of Var(τ(X)) on the test part, per contrast
             # (Levy et al. 2021; Hines et al. 2022, Sec. 4): mean(2τ̂φ − τ̂²) − mean(φ)².
-            vte = np.mean(2 * tau_hat * pseudo - tau_hat**2) - np.mean(pseudo) ** 2
+            vte = np.mean(2 * tau_hat * pseudo - tau_hat**2, axis=0) - np.mean(pseudo, axis=0) ** 2
         else:
             targets = {"tau": tau[test]}
-            vte = np.var(tau[test])
-        base_loss = _risk(self.risk, tau_hat, targets)
+            vte = np.var(tau[test], axis=0)
+        base_loss = np.stack(
+            [_risk(self.risk, tau_hat[:, c], targets, c) for c in range(tau_hat.shape[1])]
+        )
         return _Fold(test, X_te, targets, model, nuisances, base_loss, vte, extra)
 
     def _unit_importance(self, state, g, group, seed):
+        """Per-sample importance of unit ``g`` on one fold: (C, n_test)."""
         tau_perturbed = self._perturbed_effects(state, g, group, np.random.default_rng(seed))
-        diff = _risk(self.risk, tau_perturbed, state.targets) - state.base_loss
-        return self._scale * diff.mean(axis=0)
+        return np.stack(
+            [
+                self._scale
+                * (_risk(self.risk, tau_perturbed[..., c], state.targets, c) - loss).mean(axis=0)
+                for c, loss in enumerate(state.base_loss)
+            ]
+        )
 
     def _nuisances(self):
         return RiskNuisances(self.outcome_model, self.propensity_model)  # clones in fit
@@ -283,12 +353,19 @@ class _CrossFitImportance(BaseEstimator):
     def _check_params(self):
         check_choice(self.risk, "risk", RISKS)
         check_scalar(self.cv, "cv", kind=int, low=2)
+        check_scalar(self.n_repeats, "n_repeats", kind=int, low=1)
         check_scalar(self.alpha, "alpha", kind=float, low=0, high=1, inclusive="neither")
         if not (self.n_jobs is None or (isinstance(self.n_jobs, int) and self.n_jobs != 0)):
             raise ValueError(f"`n_jobs` must be None or a non-zero integer, got {self.n_jobs!r}")
 
-    def _check_learner(self, learner):
-        """Hook for estimator-specific learner requirements."""
+    def _check_learner(self, learner, n_arms):
+        """A ``PerArmRegressor`` inside an econml learner must expect ``T``'s number of arms."""
+        regression = getattr(learner.estimator, "model_regression", None)
+        if isinstance(regression, PerArmRegressor) and regression.n_arms != n_arms:
+            raise ValueError(
+                f"`learner` routes outcomes through PerArmRegressor(n_arms={regression.n_arms}) "
+                f"but `T` has {n_arms} arms: build it with dr_learner(..., n_arms={n_arms})"
+            )
 
     def _check_units(self, X, names, unit_names, units):
         """Hook for estimator-specific checks of the features / groups, before any fit."""
@@ -345,36 +422,58 @@ class _CrossFitImportance(BaseEstimator):
         return list(names), [np.array([j]) for j in range(len(names))]
 
     # ------------------------------------------------------------------------- reporting
-    def summary(self):
-        """One row per feature or group.
+    def summary(self, adjust=None):
+        """One row per feature or group (per arm against the base arm, with several arms).
+
+        Parameters
+        ----------
+        adjust : {None, "holm", "bh"}, default=None
+            Multiplicity adjustment of the p-values over all rows (statsmodels
+            ``multipletests``): ``"holm"`` controls the family-wise error rate (Holm 1979),
+            ``"bh"`` the false discovery rate (Benjamini & Hochberg 1995). ``None``: unadjusted.
 
         Returns
         -------
         pandas.DataFrame
-            Index: feature / group names. Columns: ``importance``, ``importance_normalized``
-            (divided by the estimated ``Var(τ(X))``), ``std_err``, ``ci_low``, ``ci_high``
-            (two-sided ``1 − alpha`` interval), ``pvalue`` (one-sided test of ``ψ_j > 0``)
-            and ``significant`` (``pvalue < alpha``). A one-sided p-value in
-            ``[alpha/2, alpha)`` is significant while the two-sided interval still covers 0.
+            Index: feature / group names (with several arms, a MultiIndex ``(contrast,
+            feature)``, contrasts like ``"2 vs 0"``). Columns: ``importance``,
+            ``importance_normalized`` (divided by the estimated ``Var(τ(X))``), ``std_err``,
+            ``ci_low``, ``ci_high`` (two-sided ``1 − alpha`` interval, not adjusted), ``pvalue``
+            (one-sided test of ``ψ_j > 0``), ``pvalue_adjusted`` (only with ``adjust``) and
+            ``significant`` (the p-value used, adjusted or not, ``< alpha``). A one-sided
+            p-value in ``[alpha/2, alpha)`` is significant while the two-sided interval still
+            covers 0.
 
         Raises
         ------
         sklearn.exceptions.NotFittedError
             Before :meth:`fit`.
+        ValueError
+            An unknown ``adjust``.
         """
+        check_choice(adjust, "adjust", (None, *ADJUSTMENTS))
         check_is_fitted(self, "importances_")
-        return pd.DataFrame(
-            {
-                "importance": self.importances_,
-                "importance_normalized": self.importances_normalized_,
-                "std_err": self.std_err_,
-                "ci_low": self.conf_int_[:, 0],
-                "ci_high": self.conf_int_[:, 1],
-                "pvalue": self.pvalues_,
-                "significant": self.pvalues_ < self.alpha,
-            },
-            index=pd.Index(self.importance_names_, name="feature"),
-        )
+        columns = {
+            "importance": self.importances_,
+            "importance_normalized": self.importances_normalized_,
+            "std_err": self.std_err_,
+            "ci_low": self.conf_int_[:, 0],
+            "ci_high": self.conf_int_[:, 1],
+            "pvalue": self.pvalues_,
+        }
+        significant = self.pvalues_ < self.alpha
+        if adjust is not None:
+            columns["pvalue_adjusted"], significant = adjust_pvalues(
+                self.pvalues_, adjust, self.alpha
+            )
+        columns["significant"] = significant
+        if len(self.contrasts_) == 1:
+            index = pd.Index(self.importance_names_, name="feature")
+        else:
+            index = pd.MultiIndex.from_product(
+                [self.contrasts_, self.importance_names_], names=["contrast", "feature"]
+            )
+        return pd.DataFrame(columns, index=index)
 
     def plot(self, ax=None):
         """Horizontal bars of the importances with their ``1 − alpha`` intervals.
@@ -423,23 +522,34 @@ class PermuCATE(_CrossFitImportance):
         econml / causalml estimator, an object with ``fit(X, T, Y)`` and ``effect(X)``, or a
         fixed callable ``τ̂(X)`` (see :func:`~permucate.as_cate`); cloned per fold. ``None``:
         :func:`~permucate.dr_learner` (RidgeCV / LogisticRegressionCV nuisances, RidgeCV final,
-        inner cv=5) — the official ``config.yaml`` setting.
+        inner cv=5, ``n_arms`` from ``T``) — the official ``config.yaml`` setting.
+    method : {"cpi", "pfi"}, default="cpi"
+        ``"cpi"``: conditional permutation (the paper). ``"pfi"``: marginal permutation of each
+        covariate (:class:`~permucate.MarginalSampler`), scored from the same fitted learner and
+        folds (same ``random_state``) to show what conditioning buys: PFI scores a null
+        covariate correlated with a relevant one above 0.
     risk : {"dr", "r", "tau"}, default="dr"
         Per-sample CATE risk (:mod:`permucate.risks`); ``"dr"`` is the paper's simulation risk.
+        ``"r"`` needs a binary treatment.
     n_permutations : int >= 1, default=50
-        Conditional permutations ``P`` per feature and fold (official ``n_perm=50``).
+        Permutations ``P`` per feature and fold (official ``n_perm=50``).
     cv : int >= 2, default=5
         Outer cross-fitting folds ``K`` (official ``n_splits_simul=5``).
+    n_repeats : int >= 1, default=1
+        Repetitions ``R`` of the cross-fitting on re-drawn splits (``SeedSequence.spawn``
+        children of ``random_state``); the ``R·K`` fold values feed one corrected repeated k-fold
+        t-test (Bouckaert & Frank 2004). ``1``: the paper's single split.
     outcome_model, propensity_model : sklearn estimators, default=None
         Risk nuisances (:class:`~permucate.RiskNuisances`), fitted on each whole train part.
     sampler : sampler, default=None
         Object with ``fit(X, groups)`` and ``sample(X, group, n_samples, rng) -> (P, n, |g|)``;
-        ``None``: :class:`~permucate.ConditionalSampler` with ``feature_types``.
+        ``None``: :class:`~permucate.ConditionalSampler` with ``feature_types``. ``method="cpi"``
+        only.
     feature_types : "auto", "continuous", "categorical", list or dict, default="auto"
         Column types for the default sampler: one name for all columns, a list with one entry
         per column, or a dict ``{column: type}`` (other columns inferred). ``"auto"``: at most
         10 distinct values -> categorical (drawn from ``predict_proba``), else continuous.
-        Not used with a custom ``sampler``.
+        Not used with a custom ``sampler`` or ``method="pfi"``.
     groups : dict of name -> columns, or list of lists, default=None
         Feature groups permuted jointly; one importance per group.
     features : list of names or indices, default=None
@@ -447,33 +557,43 @@ class PermuCATE(_CrossFitImportance):
     alpha : float in (0, 1), default=0.05
         Level of the confidence intervals and of ``significant`` in :meth:`summary`.
     n_jobs : int or None, default=1
-        joblib workers over folds and (fold, feature) units; results do not depend on it.
+        joblib workers over folds and (fold, feature) units; results do not depend on it. Any
+        joblib backend works (``parallel_config(backend="dask")`` on a Dask cluster).
     random_state : int, SeedSequence or None, default=None
 
     Attributes
     ----------
-    importances_ : ndarray of shape (G,)
-        ``ψ̂_j``, the mean of the fold values (G = number of features or groups).
-    importances_normalized_ : ndarray of shape (G,)
+    importances_ : ndarray of shape (C·G,)
+        ``ψ̂_j``, the mean of the ``R·K`` fold values. G = number of features or groups, C =
+        number of contrasts (arms − 1; 1 for a binary treatment); row ``c·G + g`` is unit ``g``
+        for arm ``arms_[c + 1]`` against ``arms_[0]``.
+    importances_normalized_ : ndarray of shape (C·G,)
         ``ψ̂_j / Var̂(τ(X))`` (Hines et al. 2022's ``Θ_s``); whether the paper normalises is
         unverified, so both are given. NaN, with a ``RuntimeWarning``, when the estimate of
         ``Var(τ(X))`` is not positive (heterogeneity lost in the noise). Under ``risk="r"`` the
         numerator is the ``π(1−π)``-weighted importance: use it for ranking only.
-    importances_folds_ : ndarray of shape (G, K)
-    per_sample_ : ndarray of shape (G, n)
-        Per-sample contributions on each sample's test fold.
-    pvalues_ : ndarray of shape (G,)
-        One-sided Nadeau–Bengio corrected t-test of ``ψ_j > 0``.
-    conf_int_ : ndarray of shape (G, 2)
-    std_err_ : ndarray of shape (G,)
-    variance_tau_ : float
+    importances_folds_ : ndarray of shape (C·G, R·K)
+        Column ``r·K + k`` is fold ``k`` of repetition ``r``.
+    per_sample_ : ndarray of shape (C·G, n)
+        Per-sample contributions on each sample's test fold, averaged over the repetitions.
+    pvalues_ : ndarray of shape (C·G,)
+        One-sided corrected (repeated) k-fold t-test of ``ψ_j > 0``
+        (:func:`permucate.inference.corrected_ttest`); not adjusted for multiplicity
+        (``summary(adjust=...)``).
+    conf_int_ : ndarray of shape (C·G, 2)
+    std_err_ : ndarray of shape (C·G,)
+    variance_tau_ : float, or ndarray of shape (C,) with more than two arms
         Estimated ``Var(τ(X))`` (one-step DR estimate; the true one for ``risk="tau"``).
+    arms_ : ndarray of shape (C + 1,), int64
+        Treatment labels, sorted; ``arms_[0]`` is the base arm.
+    contrasts_ : ndarray of str, shape (C,)
+        ``"<arm> vs <base>"``.
     feature_types_ : list of str or None
-        Column types the default sampler used (``None`` with a custom ``sampler``).
+        Column types the default sampler used (``None`` with a custom ``sampler`` or PFI).
     feature_names_in_ : ndarray of str, shape (d,)
     importance_names_ : ndarray of str, shape (G,)
-    learners_, nuisances_, samplers_ : lists of the K fitted learners, risk nuisances, samplers
-    folds_ : list of K (train, test) index pairs
+    learners_, nuisances_, samplers_ : lists of the R·K fitted learners, risk nuisances, samplers
+    folds_ : list of R·K (train, test) index pairs
 
     Notes
     -----
@@ -481,6 +601,8 @@ class PermuCATE(_CrossFitImportance):
     Effects with Confidence", Sec. 3 (Algorithm 1) and the official ``importance.cross_val_vim``
     with ``method="permucate"``; the ``½`` is applied in the official experiment script
     (``vi_arr /= 2``) and here inside the library. Conditional sampling: Chamma et al. (2023).
+    Repetitions: Bouckaert & Frank (2004). Several arms: one DR pseudo-outcome per arm against
+    the base (Kennedy 2023; econml ``DRLearner``) and ``ψ_j`` of each arm's CATE.
 
     Examples
     --------
@@ -497,9 +619,11 @@ class PermuCATE(_CrossFitImportance):
         self,
         learner=None,
         *,
+        method="cpi",
         risk="dr",
         n_permutations=50,
         cv=5,
+        n_repeats=1,
         outcome_model=None,
         propensity_model=None,
         sampler=None,
@@ -514,6 +638,7 @@ class PermuCATE(_CrossFitImportance):
             learner,
             risk=risk,
             cv=cv,
+            n_repeats=n_repeats,
             outcome_model=outcome_model,
             propensity_model=propensity_model,
             groups=groups,
@@ -522,13 +647,20 @@ class PermuCATE(_CrossFitImportance):
             n_jobs=n_jobs,
             random_state=random_state,
         )
+        self.method = method
         self.n_permutations = n_permutations
         self.sampler = sampler
         self.feature_types = feature_types
 
     def _check_params(self):
         super()._check_params()
+        check_choice(self.method, "method", ("cpi", "pfi"))
         check_scalar(self.n_permutations, "n_permutations", kind=int, low=1)
+        if self.sampler is not None and self.method == "pfi":
+            raise ValueError(
+                '`sampler` is used by method="cpi" only: method="pfi" permutes each covariate '
+                "marginally"
+            )
         if self.sampler is not None and not (
             hasattr(self.sampler, "fit") and hasattr(self.sampler, "sample")
         ):
@@ -537,21 +669,25 @@ class PermuCATE(_CrossFitImportance):
             )
 
     def _fit_model(self, learner, X, T, Y, units, seed, extra):
-        sampler = (
-            ConditionalSampler(feature_types=self.feature_types_)
-            if self.sampler is None
-            else copy.deepcopy(self.sampler)
-        )
+        sampler: MarginalSampler | ConditionalSampler
+        if self.method == "pfi":
+            sampler = MarginalSampler()
+        elif self.sampler is None:
+            sampler = ConditionalSampler(feature_types=self.feature_types_)
+        else:
+            sampler = copy.deepcopy(self.sampler)
         extra["sampler"] = sampler.fit(X, units)
         return learner.fit(X, T, Y)
 
     def _check_units(self, X, names, unit_names, units):
-        if self.sampler is not None:
+        if self.sampler is not None or self.method == "pfi":
             if not (isinstance(self.feature_types, str) and self.feature_types == "auto"):
-                raise ValueError(
-                    "`feature_types` configures the default sampler only; set the types on "
-                    "your `sampler` instead"
+                instead = (
+                    "set the types on your `sampler` instead"
+                    if self.sampler is not None
+                    else 'method="pfi" does not use them'
                 )
+                raise ValueError(f"`feature_types` configures the default sampler only; {instead}")
             self.feature_types_ = None
             return
         types = self.feature_types
@@ -578,6 +714,7 @@ class PermuCATE(_CrossFitImportance):
         self.samplers_ = [s.extra["sampler"] for s in states]
 
     def _perturbed_effects(self, state, g, group, rng):
+        """``τ̂`` at ``P`` perturbed copies of the test part: (P, n_test, C)."""
         X_te = state.X_test
         n, d = X_te.shape
         draws = np.asarray(state.extra["sampler"].sample(X_te, g, self.n_permutations, rng))
@@ -594,8 +731,13 @@ class PermuCATE(_CrossFitImportance):
             chunk = draws[start : start + per_call]
             X_perm = np.repeat(X_te[None], len(chunk), axis=0)
             X_perm[:, :, group] = chunk
-            effects.append(state.model.effect(X_perm.reshape(-1, d)).reshape(len(chunk), n))
+            effect = _columns(state.model.effect(X_perm.reshape(-1, d)))
+            effects.append(effect.reshape(len(chunk), n, -1))
         return np.concatenate(effects)
+
+    def _plot_title(self):
+        name = "PermuCATE" if self.method == "cpi" else "PFI (marginal permutation)"
+        return f"{name} ({self.risk} risk)"
 
 
 class LOCO(_CrossFitImportance):
@@ -613,7 +755,9 @@ class LOCO(_CrossFitImportance):
         features negative.
     final_model : sklearn regressor, default=None
         Final model of ``mode="final"``; ``None`` takes the learner's ``model_final``.
-    risk, cv, outcome_model, propensity_model, groups, features, alpha, n_jobs, random_state
+        With several arms, one clone per arm (``MultiOutputRegressor``).
+    risk, cv, n_repeats, outcome_model, propensity_model, groups, features, alpha, n_jobs, \
+random_state
         As in :class:`PermuCATE`.
 
     Attributes
@@ -635,6 +779,7 @@ class LOCO(_CrossFitImportance):
         final_model=None,
         risk="dr",
         cv=5,
+        n_repeats=1,
         outcome_model=None,
         propensity_model=None,
         groups=None,
@@ -647,6 +792,7 @@ class LOCO(_CrossFitImportance):
             learner,
             risk=risk,
             cv=cv,
+            n_repeats=n_repeats,
             outcome_model=outcome_model,
             propensity_model=propensity_model,
             groups=groups,
@@ -667,7 +813,8 @@ class LOCO(_CrossFitImportance):
     def _plot_title(self):
         return f"LOCO, mode={self.mode} ({self.risk} risk)"
 
-    def _check_learner(self, learner):
+    def _check_learner(self, learner, n_arms):
+        super()._check_learner(learner, n_arms)
         if self.mode == "full" and learner.kind == "fixed":
             raise ValueError(
                 'LOCO(mode="full") refits the learner without each feature: `learner` must be '
@@ -699,13 +846,17 @@ class LOCO(_CrossFitImportance):
             return learner.fit(X, T, Y)
         final = self.final_model if self.final_model is not None else learner.final_model
         phi = self._cross_fitted_pseudo_outcomes(X, T, Y, seed)
+        # Several arms: one final model per arm's pseudo-outcome (as econml's DRLearner).
+        template = final if phi.ndim == 1 else MultiOutputRegressor(final)
         extra["train"] = (X, phi)
-        extra["template"] = final
-        return CateModel(clone(final).fit(X, phi), "regressor")
+        extra["template"] = template
+        return CateModel(clone(template).fit(X, phi), "regressor")
 
     def _cross_fitted_pseudo_outcomes(self, X, T, Y, seed):
-        """DR pseudo-outcomes on the train part, each from nuisances fitted without it."""
-        phi = np.empty(len(Y))
+        """DR pseudo-outcomes on the train part, each from nuisances fitted without it:
+        (n,) with two arms, (n, A − 1) with more."""
+        n_arms = np.unique(T).size
+        phi = np.empty((len(Y),) if n_arms == 2 else (len(Y), n_arms - 1))
         inner = StratifiedKFold(
             n_splits=self.cv, shuffle=True, random_state=int(seed.generate_state(1)[0])
         )
@@ -722,4 +873,4 @@ class LOCO(_CrossFitImportance):
         else:
             X, phi = state.extra["train"]
             reduced = CateModel(clone(state.extra["template"]).fit(X[:, keep], phi), "regressor")
-        return reduced.effect(state.X_test[:, keep])[None]
+        return _columns(reduced.effect(state.X_test[:, keep]))[None]

@@ -49,7 +49,9 @@ def plot_importances(table, ax=None, title=None, alpha=0.05, truth=None):
                 label=f"two-sided {1 - alpha:.0%} CI")  # fmt: skip
     if truth is not None:
         ax.plot(np.asarray(truth), y, "r|", markersize=14, markeredgewidth=2, label="truth")
-    ax.set_yticks(y, [str(i) for i in table.index])
+    # Several arms: a (contrast, feature) index, labelled "feature (contrast)".
+    labels = [f"{i[1]} ({i[0]})" if isinstance(i, tuple) else str(i) for i in table.index]
+    ax.set_yticks(y, labels)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("importance ψ̂")
     if title:

@@ -1,12 +1,14 @@
-"""Conditional samplers ``X̃_g ~ X_g | X_−g`` for the conditional permutation importance (CPI).
+"""Samplers of perturbed copies ``X̃_g`` of a feature group, for permutation importances.
 
 A sampler is fitted once per cross-fitting fold on the train part (``fit(X, groups)``) and then
-draws ``P`` conditional copies of one feature group on the test part
+draws ``P`` copies of one feature group on the test part
 (``sample(X, group, n_samples, rng) -> (P, n, |g|)``).
 
-Continuous groups (Chamma et al. 2023, Sec. 3): ``X̃_g = ν̂_g(X_−g) + perm(X_g − ν̂_g(X_−g))``, one
-row permutation per draw, shared by the group's columns. Binary / categorical features are drawn
-row-wise from ``ν̂_g.predict_proba``. Only the CATE model sees ``X̃``.
+Conditional copies ``X̃_g ~ X_g | X_−g`` (CPI, the paper's method): continuous groups (Chamma et
+al. 2023, Sec. 3) ``X̃_g = ν̂_g(X_−g) + perm(X_g − ν̂_g(X_−g))``, one row permutation per draw,
+shared by the group's columns; binary / categorical features drawn row-wise from
+``ν̂_g.predict_proba``. Marginal copies (PFI, :class:`MarginalSampler`): ``X̃_g = X_g[perm]``.
+Only the CATE model sees ``X̃``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from icml25_core import check_scalar
 from ._validation import check_design
 from .nuisance import default_outcome_model, default_propensity_model
 
-__all__ = ["ConditionalSampler", "LinearGaussianSampler", "infer_feature_types"]
+__all__ = [
+    "ConditionalSampler",
+    "LinearGaussianSampler",
+    "MarginalSampler",
+    "infer_feature_types",
+]
 
 FEATURE_TYPES = ("continuous", "categorical")
 
@@ -395,8 +402,86 @@ class LinearGaussianSampler:
         g = _fitted_group(self, group)
         check_scalar(n_samples, "n_samples", kind=int, low=1)
         X = _check_width(self, X)
-        rng = np.random.default_rng(random_state)
         resid = self.residuals(X, group)
         fitted = X[:, g] - resid
-        perms = rng.permuted(np.tile(np.arange(len(X)), (n_samples, 1)), axis=1)
-        return fitted[None] + resid[perms]
+        return fitted[None] + resid[_row_permutations(len(X), n_samples, random_state)]
+
+
+class MarginalSampler:
+    """Marginal permutation ``X̃_g = X_g[perm]`` of a feature group: permutation feature
+    importance (PFI).
+
+    Each draw permutes the rows of the group's columns jointly, breaking their link with the
+    other covariates as well as with the outcome. When ``X_g`` is correlated with other
+    covariates this moves the CATE model off the data's support, so PFI can score a null
+    covariate that is correlated with a relevant one above 0 where the conditional permutation
+    (:class:`ConditionalSampler`) does not: use it to see what conditioning buys.
+
+    Attributes
+    ----------
+    groups_ : list of ndarray of int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Source: Breiman (2001), "Random forests", Sec. 10 (permutation importance); Fisher, Rudin &
+    Dominici (2019), "All models are wrong, but many are useful" (model reliance); Hooker, Mentch
+    & Zhou (2021), "Unrestricted permutation forces extrapolation"; Chamma et al. (2023) compare
+    it with CPI. Any column type (the draws keep the column's own values).
+    """
+
+    def fit(self, X, groups=None):
+        """Record the width of ``X`` (n, d) and the groups; nothing is learned.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d), float
+        groups : sequence of sequences of int, default=None
+            ``None``: every column is its own group.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            NaN/inf or empty ``X``, or bad ``groups``.
+        """
+        X = check_design(X, "X")
+        self.n_features_in_ = X.shape[1]
+        self.groups_ = _check_groups(groups, X.shape[1])
+        return self
+
+    def sample(self, X, group, n_samples, random_state):
+        """``n_samples`` row permutations of group ``group``'s columns of ``X``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d), float
+        group : int
+            Index into ``groups_``.
+        n_samples : int >= 1
+        random_state : numpy.random.Generator or int
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n, |g|), float64
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            ``group`` out of range, ``n_samples < 1``, or ``X`` of another width than in fit.
+        """
+        g = _fitted_group(self, group)
+        check_scalar(n_samples, "n_samples", kind=int, low=1)
+        X = _check_width(self, X)
+        return X[:, g][_row_permutations(len(X), n_samples, random_state)]
+
+
+def _row_permutations(n, n_samples, random_state):
+    """``(n_samples, n)`` int array: one independent permutation of ``0..n−1`` per row."""
+    rng = np.random.default_rng(random_state)
+    return rng.permuted(np.tile(np.arange(n), (n_samples, 1)), axis=1)
