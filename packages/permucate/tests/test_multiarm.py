@@ -190,6 +190,13 @@ def test_multiarm_misuses_are_named(data, params, fit_override, match):
         est.fit(**args)
 
 
+def test_huge_float_labels_are_refused_not_wrapped(data):
+    # trial of issue 32: 1e20 cast to int64 wrapped to -2^63 and silently became the base arm
+    X, T, Y, *_ = data
+    with pytest.raises(ValueError, match=r"`T` labels must lie within \+-2\^53"):
+        PermuCATE(n_permutations=2).fit(X, np.where(T == 2, 1e20, T).astype(float), Y)
+
+
 def test_causalml_multi_treatment_learner_is_scored_per_arm(data):
     X, T, Y, *_ = data
     est = PermuCATE(

@@ -28,6 +28,12 @@ def integer_labels(t, *, n, name="T"):
             f"several arms); found non-integer values {np.unique(arr[fractional])[:5].tolist()}. "
             "Continuous treatments are not supported"
         )
+    huge = np.abs(arr) > 2**53  # beyond, float64 labels are not exact integers any more
+    if huge.any():
+        raise ValueError(
+            f"`{name}` labels must lie within +-2^53 to be read exactly as integers; found "
+            f"{np.unique(arr[huge])[:5].tolist()}"
+        )
     return arr.astype(np.int64)
 
 
