@@ -12,7 +12,7 @@ from .diagnostics import ConvergenceReport, convergence_report
 from .encoding import pixel_sequential, rate_encode, row_sequential
 from .fpt import default_alphas, fpt_lif
 from .lif import decay_from_tau, lambda_matrix, lif_sequential, reset_matrix, stateleaky_beta
-from .neuron import FPTLIF
+from .neuron import FPTLIF, use_exact_lif
 from .surrogate import sigmoid_surrogate
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     # main API: the functional op, then the layer
     "fpt_lif",
     "FPTLIF",
+    "use_exact_lif",
     "default_alphas",
     # exact LIF and its matrix form
     "lif_sequential",

@@ -1,9 +1,10 @@
 """Speed of one LIF layer, forward + backward: FPT against a per-step loop and spikingjelly.
 
-Spec §6: FPT (dense, chunked) vs an autograd per-step LIF loop with the same sigmoid surrogate
-(:func:`fpt_snn.lif_sequential`), T ∈ {8, 32, 128, 512}, N·T ∈ {2¹⁶, 2²⁰}; interleaved repeats
-in one process, median times and the ratio of medians. ``benchmarks/bench_fpt.py`` adds
-spikingjelly's multi-step ``LIFNode`` (CPU path, report only) through `extra`.
+Spec §6: FPT (dense, chunked, fused and the automatic choice) vs an autograd per-step LIF loop
+with the same sigmoid surrogate (:func:`fpt_snn.lif_sequential`), T ∈ {8, 32, 128, 512},
+N·T ∈ {2¹⁶, 2²⁰}; interleaved repeats in one process, median times and the ratio of medians.
+``benchmarks/bench_fpt.py`` adds spikingjelly's multi-step ``LIFNode`` (CPU path, report
+only) and the neuron variants (each against the loop of the same variant) through `extra`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def _candidates(extra):
         "loop": lambda x: lif_sequential(x, surrogate=loop_surrogate),
         "fpt-dense": lambda x: fpt_lif(x, method="dense"),
         "fpt-chunked": lambda x: fpt_lif(x, method="chunked"),
+        "fpt-fused": lambda x: fpt_lif(x, method="fused"),
+        "fpt-auto": lambda x: fpt_lif(x),
     }
     return {**runs, **(extra or {})}
 
@@ -41,7 +44,9 @@ def _time_once(fn, x, grad):
     return time.perf_counter() - start
 
 
-def benchmark(Ts=DEFAULT_TS, sizes=DEFAULT_SIZES, repeats=5, seed=0, extra=None):
+def benchmark(
+    Ts=DEFAULT_TS, sizes=DEFAULT_SIZES, repeats=5, seed=0, extra=None, baselines=None, skip=None
+):
     """Median fwd+bwd seconds per implementation and the speed-ups over the loop.
 
     Parameters
@@ -56,12 +61,19 @@ def benchmark(Ts=DEFAULT_TS, sizes=DEFAULT_SIZES, repeats=5, seed=0, extra=None)
     extra : dict of str to callable, optional
         More implementations ``x [T, N] -> spikes`` to time beside them (e.g. spikingjelly's
         ``LIFNode``, as ``benchmarks/bench_fpt.py`` does).
+    baselines : dict of str to str, optional
+        The implementation each one's speed-up is taken against (default "loop"), e.g. a
+        variant's FPT against the loop of the same variant.
+    skip : callable, optional
+        ``skip(name, T, N) -> bool``: leave that implementation out at that shape (its
+        ``_ms`` and ``_speedup`` are NaN), e.g. where it would not fit in memory.
 
     Returns
     -------
     list of dict
-        One row per (T, N·T): ``T``, ``NT``, ``<impl>_ms`` for each implementation and
-        ``<impl>_speedup`` = loop time / impl time.
+        One row per (T, N·T): ``T``, ``NT``, ``<impl>_ms`` for each implementation,
+        ``<impl>_spread`` = (max − min)/median of its repeats, and ``<impl>_speedup`` =
+        baseline median / impl median.
 
     Raises
     ------
@@ -81,31 +93,50 @@ def benchmark(Ts=DEFAULT_TS, sizes=DEFAULT_SIZES, repeats=5, seed=0, extra=None)
             N = max(1, size // T)
             x = torch.randn(T, N, generator=g) * 0.8 + 0.6
             grad = torch.randn(T, N, generator=g)
-            times: dict[str, list[float]] = {name: [] for name in runs}
+            active = {n: fn for n, fn in runs.items() if skip is None or not skip(n, T, N)}
+            times: dict[str, list[float]] = {name: [] for name in active}
             for rep in range(repeats + 1):
-                for name, fn in runs.items():
+                for name, fn in active.items():
                     elapsed = _time_once(fn, x, grad)
                     if rep:  # the first round warms up
                         times[name].append(elapsed)
-            row = {"T": T, "NT": T * N}
-            loop = statistics.median(times["loop"])
-            for name, values in times.items():
-                med = statistics.median(values)
+            row: dict = {"T": T, "NT": T * N}
+            nan = float("nan")
+            for name in runs:
+                values = times.get(name)
+                base = times.get((baselines or {}).get(name, "loop"))
+                med = statistics.median(values) if values else nan
                 row[f"{name}_ms"] = 1e3 * med
-                row[f"{name}_speedup"] = loop / med
+                row[f"{name}_spread"] = (max(values) - min(values)) / med if values else nan
+                row[f"{name}_speedup"] = statistics.median(base) / med if values and base else nan
             rows.append(row)
     return rows
 
 
-def format_rows(rows):
-    """A markdown table of :func:`benchmark` rows."""
-    names = [k[:-3] for k in rows[0] if k.endswith("_ms")]
+def format_rows(rows, names=None, baselines=None):
+    """A markdown table of :func:`benchmark` rows: median ms (± spread) and speed-ups.
+
+    `names` picks and orders the implementations (default all); `baselines` names each one's
+    reference as in :func:`benchmark` (default "loop"), which has no speed-up column.
+    """
+    names = names or [k[:-3] for k in rows[0] if k.endswith("_ms")]
+    baselines = baselines or {}
+    refs = {baselines.get(n, "loop") for n in names}
+    ratio_names = [n for n in names if n not in refs]
     head = "| T | N·T | " + " | ".join(f"{n} ms" for n in names) + " | "
-    head += " | ".join(f"{n} vs loop" for n in names if n != "loop") + " |"
-    lines = [head, "|" + " --- |" * (2 + 2 * len(names) - 1)]
+    head += " | ".join(f"{n} vs {baselines.get(n, 'loop')}" for n in ratio_names) + " |"
+    lines = [head, "|" + " --- |" * (2 + len(names) + len(ratio_names))]
     for r in rows:
         cells = [str(r["T"]), f"2^{r['NT'].bit_length() - 1}"]
-        cells += [f"{r[f'{n}_ms']:.1f}" for n in names]
-        cells += [f"{r[f'{n}_speedup']:.2f}x" for n in names if n != "loop"]
+        cells += [
+            "–"
+            if r[f"{n}_ms"] != r[f"{n}_ms"]
+            else f"{r[f'{n}_ms']:.1f} ±{100 * r[f'{n}_spread'] / 2:.0f}%"
+            for n in names
+        ]
+        cells += [
+            "–" if r[f"{n}_speedup"] != r[f"{n}_speedup"] else f"{r[f'{n}_speedup']:.2f}x"
+            for n in ratio_names
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

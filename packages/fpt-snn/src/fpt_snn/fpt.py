@@ -26,7 +26,16 @@ from ._validation import (
     check_threshold_fits,
     check_v_init,
 )
-from .kernels import METHODS, fpt_chunked, fpt_dense, fpt_dense_hard, resolve_method, run_triton
+from .kernels import (
+    METHODS,
+    fpt_chunked,
+    fpt_dense,
+    fpt_dense_hard,
+    fpt_fused,
+    resolve_method,
+    run_triton,
+)
+from .kernels.fpt_fused import operators as fused_operators
 from .lif import _drive, _final_state, decay_from_tau, lambda_matrix, reset_matrix
 from .surrogate import backward_slope, sample_spikes
 
@@ -133,10 +142,15 @@ def fpt_lif(
         derivative of the sigmoid path, for gradcheck).
     convention : {"spikingjelly", "snntorch"}, default="spikingjelly"
         Reset matrix ``A = Λ − I`` (fire on u >= θ) or ``A = (Λ − I)/λ`` (fire on u > θ).
-    method : {"auto", "dense", "chunked", "triton"}, default="auto"
-        Kernel: full T×T matmuls, 64-step blocks with carries, or the fused Triton kernel.
-        ``reset="hard"`` runs dense only ("auto" picks it; "chunked"/"triton" raise); a
-        per-neuron (non-0-d) `tau` or `v_threshold` runs dense or chunked ("triton" raises).
+    method : {"auto", "dense", "chunked", "fused", "triton"}, default="auto"
+        Kernel: full T×T matmuls (the reference), 64-step blocks with carries, the fused CPU
+        kernel (one autograd node over neuron tiles that stay in cache, block + low-rank
+        operators from T = 64; :mod:`fpt_snn.kernels.fpt_fused`) or the fused Triton kernel.
+        "auto": Triton on a CUDA GPU, else "fused" on the CPU (the fastest path measured at
+        every benchmarked shape) where it applies, else "chunked" (T > 64) or "dense".
+        ``reset="hard"`` runs dense only ("auto" picks it; the others raise); a per-neuron
+        (non-0-d) `tau` or `v_threshold` runs dense or chunked ("fused"/"triton" raise), and
+        so do a learnable τ, θ or α.
     generator : torch.Generator, optional
         RNG of the Bernoulli draw (default: torch's global RNG).
     reset : {"soft", "hard"}, default="soft"
@@ -173,11 +187,11 @@ def fpt_lif(
         device than `x` or does not broadcast to ``x.shape[1:]``; `K` < 1 or > 10000;
         `alphas` is not K positive values; a string option is unknown; `v_reset` is out of
         range (see :func:`fpt_snn.lif_sequential`); `v_init` has the wrong shape or device or
-        is non-finite; ``method="chunked"|"triton"`` with ``reset="hard"``; or
-        ``method="triton"`` with a per-neuron `tau` or `v_threshold`.
+        is non-finite; ``method="chunked"|"fused"|"triton"`` with ``reset="hard"``; or
+        ``method="fused"|"triton"`` with a per-neuron `tau` or `v_threshold`.
     RuntimeError
         If ``method="triton"`` cannot run here, or `tau`, `v_threshold` or `alphas` need a
-        gradient with it (message names the fallback).
+        gradient with ``method="fused"|"triton"`` (message names the fallback).
     TypeError
         Also if `decay_input` or `return_state` is not a bool, or `v_init` not a float tensor.
 
@@ -244,6 +258,12 @@ def fpt_lif(
             s = run_triton(
                 x2, float(lam), float(theta), alpha_values, slopes,
                 convention=convention, heaviside=heaviside, strict=strict,
+            )  # fmt: skip
+        elif kind == "fused":
+            L, R = fused_operators(T, float(tau), convention, work, x.device)
+            s = fpt_fused(
+                x2, L, R, float(theta), alpha_values,
+                heaviside=heaviside, strict=strict, surrogate=surrogate,
             )  # fmt: skip
         elif kind == "chunked":
             s = fpt_chunked(

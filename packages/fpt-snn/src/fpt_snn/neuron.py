@@ -34,9 +34,11 @@ from ._validation import (
 from .fpt import SAMPLES, default_alphas, fpt_lif
 from .kernels import METHODS, fpt_dense
 from .lif import lambda_matrix, lif_sequential
-from .surrogate import sample_spikes
+from .surrogate import sample_spikes, sigmoid_surrogate
 
 EVAL_SAMPLES = ("bernoulli", "threshold", "none", "lif")
+TRAIN_SAMPLES = (*SAMPLES, "lif")  # "lif": exact-LIF fine-tuning (BPTT), see use_exact_lif
+LIF_SURROGATE_SLOPE = 4.0  # spikingjelly Sigmoid default = official FPT slope max(1, 12/3)
 
 
 def _detached(value):
@@ -102,8 +104,11 @@ class FPTLIF(nn.Module):
         Evaluations (official 3); see :func:`fpt_snn.fpt_lif`.
     alphas : sequence of K floats, optional
         Forward slopes; default (2, 6, 12) at K = 3 (official), else ``2·min(3^k, 6)``.
-    sample : {"bernoulli", "threshold", "none"}, default="bernoulli"
-        Output in training mode (official: Bernoulli with identity gradient).
+    sample : {"bernoulli", "threshold", "none", "lif"}, default="bernoulli"
+        Output in training mode (official: Bernoulli with identity gradient). ``"lif"`` trains
+        the exact sequential LIF by BPTT instead (:func:`fpt_snn.lif_sequential` with
+        `lif_surrogate`; gradients reach a learnable τ and θ): the exact-LIF fine-tuning of
+        :func:`use_exact_lif`, which closes the gap between FPT training and LIF deployment.
     eval_sample : {"bernoulli", "threshold", "none", "lif"}, default="bernoulli"
         Output in eval mode (after ``.eval()``): a Bernoulli draw of ``s^{K−1}`` (official,
         **stochastic**: two eval calls on the same input differ), the deterministic
@@ -136,9 +141,9 @@ class FPTLIF(nn.Module):
         Axis of the input (counted with its time axis) that holds the C channels of a
         per-channel `tau` / `v_threshold`: 2 for spikingjelly's [T, B, C] and [T, B, C, H, W]
         and for batch-first [B, T, C, ...]; use -1 for channels-last. Unused with scalars.
-    method : {"auto", "dense", "chunked", "triton"}, default="auto"
+    method : {"auto", "dense", "chunked", "fused", "triton"}, default="auto"
         Kernel, as in :func:`fpt_snn.fpt_lif` (``reset="hard"`` runs dense only; a
-        per-channel or learnable τ or θ runs dense or chunked, "triton" raises).
+        per-channel or learnable τ or θ runs dense or chunked, "fused"/"triton" raise).
     reset : {"soft", "hard"}, default="soft"
         Subtract θ (official; spikingjelly ``v_reset=None``) or set to `v_reset`
         (spikingjelly ``LIFNode``'s default, snntorch ``"zero"``); see :func:`fpt_snn.fpt_lif`.
@@ -147,6 +152,11 @@ class FPTLIF(nn.Module):
     decay_input : bool, default=False
         Scale the input by 1/τ (spikingjelly ``LIFNode``'s default ``decay_input=True``).
         spikingjelly's default neuron is ``FPTLIF(T, reset="hard", decay_input=True)``.
+    lif_surrogate : callable, optional
+        Spike function of the exact-LIF training path (``sample="lif"``): Heaviside forward,
+        surrogate backward. Default ``sigmoid_surrogate(4.0)``: spikingjelly's
+        ``surrogate.Sigmoid()`` default slope, the spec's BPTT baseline, and the official FPT
+        backward slope of the last evaluation at K = 3 (``max(1, 12/3) = 4``).
 
     Raises
     ------
@@ -210,6 +220,7 @@ class FPTLIF(nn.Module):
         decay_input=False,
         learnable_threshold=False,
         channel_dim=2,
+        lif_surrogate=None,
     ):
         super().__init__()
         self.T = check_T(T)
@@ -226,7 +237,12 @@ class FPTLIF(nn.Module):
         self.channel_dim = int(channel_dim)
         self.K = check_K(K)
         base = check_alphas(alphas, self.K) or default_alphas(self.K)
-        self.sample = check_choice(sample, "sample", SAMPLES)
+        self.sample = check_choice(sample, "sample", TRAIN_SAMPLES)
+        if lif_surrogate is not None and not callable(lif_surrogate):
+            raise TypeError(
+                f"`lif_surrogate` must be callable or None, got {type(lif_surrogate).__name__}"
+            )
+        self.lif_surrogate = lif_surrogate or sigmoid_surrogate(LIF_SURROGATE_SLOPE)
         self.eval_sample = check_choice(eval_sample, "eval_sample", EVAL_SAMPLES)
         self.convention = check_convention(convention)
         check_scalar(time_dim, "time_dim", kind=int)
@@ -234,7 +250,7 @@ class FPTLIF(nn.Module):
         self.method = check_choice(method, "method", METHODS)
         self.reset_mode, self.v_reset = check_reset(reset, v_reset, theta, self.convention)
         self.decay_input = check_flag(decay_input, "decay_input")
-        if self.reset_mode == "hard" and method in ("chunked", "triton"):
+        if self.reset_mode == "hard" and method in ("chunked", "fused", "triton"):
             raise ValueError(
                 f"`method`={method!r} cannot run reset='hard' (dense only); use 'auto' or 'dense'"
             )
@@ -251,13 +267,15 @@ class FPTLIF(nn.Module):
                 "decay_input=False, learnable_tau=False, learnable_threshold=False and a "
                 "scalar tau and v_threshold"
             )
-        if sizes and method == "triton":
+        if sizes and method in ("triton", "fused"):
             raise ValueError(
-                "`method`='triton' takes one scalar tau and v_threshold: use 'auto', 'chunked' "
-                "or 'dense' with a per-channel tau or v_threshold"
+                f"`method`={method!r} takes one scalar tau and v_threshold: use 'auto', "
+                "'chunked' or 'dense' with a per-channel tau or v_threshold"
             )
         if learnable_lambda and eval_sample == "lif":
             raise ValueError("`eval_sample`='lif' needs a scalar tau, not learnable_lambda")
+        if learnable_lambda and sample == "lif":
+            raise ValueError("`sample`='lif' needs a scalar tau, not learnable_lambda")
         if learnable_lambda and method not in ("auto", "dense"):
             raise ValueError(
                 f"`method`={method!r} cannot run learnable_lambda (a learned T×T decay has no "
@@ -392,7 +410,9 @@ class FPTLIF(nn.Module):
             "reset": self.reset_mode, "v_reset": self.v_reset, "decay_input": self.decay_input,
             "v_init": v_init, "return_state": return_state,
         }  # fmt: skip
-        if mode == "lif":
+        if mode == "lif" and self.training:  # exact-LIF fine-tuning: BPTT with a surrogate
+            result = lif_sequential(xt, tau=tau, surrogate=self.lif_surrogate, **variant)
+        elif mode == "lif":
             detached = {**variant, "v_threshold": _detached(theta)}
             result = lif_sequential(xt, tau=_detached(tau), **detached)
         elif self.learnable_lambda:
@@ -447,3 +467,69 @@ class FPTLIF(nn.Module):
             )  # fmt: skip
             o = sample_spikes(s, mode)
         return o.reshape(xt.shape).to(xt.dtype)
+
+
+def use_exact_lif(model, *, train=True, eval=True):
+    """Switch every :class:`FPTLIF` in `model` to the exact sequential LIF (deployment gap).
+
+    FPT trains the network its K soft evaluations define, not the LIF it deploys: in the
+    reproduction, weights trained with K = 3 lost 15.6 points when run on the exact LIF. The
+    fix chosen here is to fine-tune the last epochs on the deployed model itself: after this
+    call, training mode runs :func:`fpt_snn.lif_sequential` with a surrogate gradient (BPTT,
+    each layer's `lif_surrogate`) and eval mode the exact LIF, with the same parameters and
+    optimizer. This is the hybrid schedule of Rathi, Srinivasan, Panda and Roy, "Enabling Deep
+    Spiking Neural Networks with Hybrid Conversion and Spike Timing Dependent
+    Backpropagation" (ICLR 2020): a cheap proxy trains most epochs, a few epochs of exact
+    spike-based BPTT adapt the weights to the deployed dynamics; as quantisation-aware
+    fine-tuning does for integer inference (Jacob et al., CVPR 2018). A K schedule was not
+    chosen: the sigmoid iterates are not spikes at any K, and only Heaviside FPT with K >= T
+    is the exact LIF, at O(K·T²) per neuron against BPTT's O(T).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A network holding one or more :class:`FPTLIF` layers (or one itself).
+    train : bool, default=True
+        Set each layer's training output ``sample="lif"`` (exact-LIF BPTT).
+    eval : bool, default=True
+        Set each layer's ``eval_sample="lif"`` (deterministic exact-LIF inference).
+
+    Returns
+    -------
+    list of FPTLIF
+        The layers switched. Their previous ``sample`` / ``eval_sample`` are not kept: set
+        them back by hand (e.g. ``layer.sample = "bernoulli"``) to resume FPT training.
+
+    Raises
+    ------
+    TypeError
+        If `model` is not an ``nn.Module`` or `train` / `eval` are not bools.
+    ValueError
+        If `model` holds no :class:`FPTLIF`, or one with ``learnable_lambda`` (a learned T×T
+        decay has no sequential LIF).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch import nn
+    >>> net = nn.Sequential(nn.Linear(4, 8), FPTLIF(T=6), nn.Linear(8, 2))
+    >>> [layer.sample for layer in use_exact_lif(net)]  # before the last epochs
+    ['lif']
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
+    train, eval_ = check_flag(train, "train"), check_flag(eval, "eval")
+    layers = [m for m in model.modules() if isinstance(m, FPTLIF)]
+    if not layers:
+        raise ValueError("`model` holds no FPTLIF layer to switch to the exact LIF")
+    if any(layer.learnable_lambda for layer in layers):
+        raise ValueError(
+            "`model` has an FPTLIF with learnable_lambda: a learned T×T decay has no exact "
+            "sequential LIF to fine-tune"
+        )
+    for layer in layers:
+        if train:
+            layer.sample = "lif"
+        if eval_:
+            layer.eval_sample = "lif"
+    return layers

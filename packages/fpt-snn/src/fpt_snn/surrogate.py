@@ -112,7 +112,7 @@ def sample_spikes(s, sample="bernoulli", generator=None):
     with torch.no_grad():
         if sample == "bernoulli":  # 1[u < s], u ~ U[0, 1): a Bernoulli(s) draw, vectorised
             u = torch.rand(s.shape, generator=generator, dtype=s.dtype, device=s.device)
-            b = (u < s).to(s.dtype)
+            b = u.lt_(s)  # in place: 1.0 where u < s (one pass less than (u < s).to(dtype))
         else:
             b = (s >= 0.5).to(s.dtype)
     return _StraightThrough.apply(s, b)

@@ -1,9 +1,12 @@
-"""FPT kernels: dense reference, chunked PyTorch, fused Triton; one dispatcher.
+"""FPT kernels: dense reference, chunked PyTorch, fused CPU, fused Triton; one dispatcher.
 
-``method="auto"`` takes Triton on a CUDA GPU (when τ and α need no gradient), else ``chunked``
-for T > 64 and ``dense`` otherwise; the hard reset runs ``dense`` only (its operator depends
-on the spikes: no chunked or Triton kernel), and a per-neuron τ or θ runs ``dense`` or
-``chunked`` (the Triton kernel takes one τ and one θ).
+``method="auto"`` takes Triton on a CUDA GPU (when τ, θ and α need no gradient); on the CPU
+the ``fused`` kernel (one autograd node, neuron tiles in cache, block + low-rank operators
+from T = 64; the fastest path at every shape measured in ``benchmarks/RESULTS.md``) when T
+<= 128 or its blocks divide T, else ``chunked``; elsewhere ``chunked`` for T > 64 and
+``dense`` otherwise. ``fused`` and Triton take one scalar τ and θ and fixed α; the hard reset
+runs ``dense`` only (its operator depends on the spikes), and a per-neuron or learnable τ or
+θ runs ``dense`` or ``chunked``.
 ``ICML25_BACKEND=torch|triton|triton-interpret`` overrides the choice between PyTorch and
 Triton (see ``icml25_core.select_backend``).
 """
@@ -16,14 +19,16 @@ from icml25_core import BACKEND_ENV, select_backend
 
 from .fpt_chunked import BLOCK, fpt_chunked
 from .fpt_dense import fpt_dense, fpt_dense_hard
+from .fpt_fused import fpt_fused, structured_block
 
-METHODS = ("auto", "dense", "chunked", "triton")
+METHODS = ("auto", "dense", "chunked", "fused", "triton")
 
 __all__ = [
     "METHODS",
     "fpt_chunked",
     "fpt_dense",
     "fpt_dense_hard",
+    "fpt_fused",
     "resolve_method",
     "triton_available",
 ]
@@ -62,20 +67,27 @@ def resolve_method(
     RuntimeError
         If "triton" is asked for where it cannot run; the message names the fallback.
     ValueError
-        If "chunked" or "triton" is asked for with the hard reset (dense only), or "triton"
-        with a per-neuron τ or θ (dense or chunked only).
+        If "chunked", "fused" or "triton" is asked for with the hard reset (dense only), or
+        "fused"/"triton" with a per-neuron τ or θ (dense or chunked only).
+    RuntimeError
+        Also if "fused" is asked for with a learnable τ, θ or α.
     """
     if hard_reset:
-        if method in ("chunked", "triton"):
+        if method in ("chunked", "fused", "triton"):
             raise ValueError(
                 f"`method`={method!r} cannot run reset='hard' (its reset operator depends on "
                 "the spikes; only the dense kernel has it): use method='auto' or 'dense'"
             )
         return "dense"
-    if method == "triton" and per_neuron:
+    if method in ("triton", "fused") and per_neuron:
         raise ValueError(
-            "`method`='triton' takes one scalar tau and v_threshold (the fused kernel has no "
-            "per-neuron decay or threshold): use method='auto', 'chunked' or 'dense'"
+            f"`method`={method!r} takes one scalar tau and v_threshold (the fused kernel has "
+            "no per-neuron decay or threshold): use method='auto', 'chunked' or 'dense'"
+        )
+    if method == "fused" and needs_param_grad:
+        raise RuntimeError(
+            "method='fused' has no gradient for a learnable tau, v_threshold or alphas; fall "
+            "back to method='chunked' (or 'dense')"
         )
     if method == "triton":
         if not triton_available():
@@ -100,6 +112,8 @@ def resolve_method(
         return "triton"
     if requested != "torch" and on_cuda and scalar_only and triton_available():
         return "triton"
+    if not on_cuda and scalar_only and (T <= 128 or structured_block(T) is not None):
+        return "fused"
     return "chunked" if T > BLOCK else "dense"
 
 
