@@ -46,13 +46,16 @@ class NeuronLayout:
         return v.permute(*self.perm).reshape(-1)
 
     def restore(self, y):
-        """[T, N] → [T, *S] (inverse of :meth:`flatten`)."""
+        """[T, N] → [T, *S] (inverse of :meth:`flatten`), contiguous like a fresh [T, *S] tensor.
+
+        Contiguous so that spikingjelly-style ``.view(T * B, C, H, W)`` works on the output.
+        """
         y = y.reshape(y.shape[0], *self.permuted_shape)
-        return y.permute(0, *[d + 1 for d in self.inverse])
+        return y.permute(0, *[d + 1 for d in self.inverse]).contiguous()
 
     def restore_step(self, v):
-        """[N] → [*S] (inverse of :meth:`flatten_step`)."""
-        return v.reshape(self.permuted_shape).permute(*self.inverse)
+        """[N] → [*S] (inverse of :meth:`flatten_step`), contiguous."""
+        return v.reshape(self.permuted_shape).permute(*self.inverse).contiguous()
 
     def per_neuron(self, value):
         """A float or 0-d tensor unchanged; a broadcastable tensor as its [N] neuron vector."""

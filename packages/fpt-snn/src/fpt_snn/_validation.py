@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
 import torch
 
 from icml25_core import check_choice, check_scalar, check_tensor
@@ -54,9 +55,11 @@ def check_input(x, name: str = "x", *, time_dim: int = 0, T: int | None = None):
 def _check_neuron_tensor(value, name: str, step_shape, device, low: float, meaning: str):
     """A float tensor of per-neuron values > `low`, broadcastable to one time step of x.
 
-    NumPy broadcasting aligns trailing axes: with ``step_shape = x.shape[1:]`` a [C] tensor
-    serves [T, B, C] input and a [C, 1, 1] tensor [T, B, C, H, W] input; a 0-d tensor is one
-    value for every neuron.
+    Trailing axes are aligned (NumPy), and with ``step_shape = x.shape[1:] = [B, *S]`` the
+    tensor must cover every neuron axis S after the batch axis: [C] for [T, B, C] input,
+    [C, 1, 1] (``tau.view(C, 1, 1)``) for [T, B, C, H, W], unless it holds one value (0-d or
+    one element). Fewer axes are refused: a [C] tensor on [T, B, C, H, W] input would align
+    with W, not C, which is a silent wrong answer when C == W.
     """
     if not value.is_floating_point():
         raise ValueError(f"`{name}` must be a float or a float tensor, got dtype {value.dtype}")
@@ -65,6 +68,15 @@ def _check_neuron_tensor(value, name: str, step_shape, device, low: float, meani
     if step_shape is not None:
         step_shape = tuple(step_shape)
         shape = tuple(value.shape)
+        if value.ndim < len(step_shape) - 1 and value.numel() != 1:
+            raise ValueError(
+                f"`{name}` of shape {shape} is ambiguous for x of shape [T, *{list(step_shape)}]: "
+                f"with trailing axes aligned it covers only the last {value.ndim} of the "
+                f"{len(step_shape) - 1} neuron axes after the batch axis (a [C] tensor lands on "
+                f"W of [T, B, C, H, W] input, not on C). Give it one axis per neuron axis, "
+                f"e.g. `{name}.view(C, 1, 1)` for [T, B, C, H, W], or use "
+                f"FPTLIF({name}=[...], channel_dim=...)"
+            )
         fits = len(shape) <= len(step_shape) and all(
             a in (1, b) for a, b in zip(shape[::-1], step_shape[::-1], strict=False)
         )
@@ -179,9 +191,12 @@ def check_T(T, name: str = "T"):
 
 
 def check_flag(value, name: str) -> bool:
-    """A Python bool (``decay_input``, ``return_state``): 1 or "yes" raise TypeError."""
+    """A bool (``decay_input``, ``return_state``): Python's or NumPy's; 1 or "yes" raise."""
+    if isinstance(value, np.bool_):
+        return bool(value)
     if not isinstance(value, bool):
-        raise TypeError(f"`{name}` must be a bool, got {type(value).__name__}")
+        kind = type(value)
+        raise TypeError(f"`{name}` must be a bool, got {kind.__module__}.{kind.__qualname__}")
     return value
 
 

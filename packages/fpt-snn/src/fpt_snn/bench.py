@@ -54,7 +54,7 @@ def benchmark(
     Ts : sequence of int, default=(8, 32, 128, 512)
         Sequence lengths.
     sizes : sequence of int, default=(2**16, 2**20)
-        Total elements N·T per input (N = size // T neurons).
+        Total elements N·T per input (N = max(1, size // T) neurons).
     repeats : int, default=5
         Timed repeats per case (after one warm-up), interleaved across implementations.
     seed : int, default=0
@@ -71,7 +71,8 @@ def benchmark(
     Returns
     -------
     list of dict
-        One row per (T, N·T): ``T``, ``NT``, ``<impl>_ms`` for each implementation,
+        One row per (T, N·T): ``T``, ``NT`` (the N·T run), ``size`` (the requested size),
+        ``<impl>_ms`` for each implementation,
         ``<impl>_spread`` = (max − min)/median of its repeats, and ``<impl>_speedup`` =
         baseline median / impl median.
 
@@ -100,7 +101,7 @@ def benchmark(
                     elapsed = _time_once(fn, x, grad)
                     if rep:  # the first round warms up
                         times[name].append(elapsed)
-            row: dict = {"T": T, "NT": T * N}
+            row: dict = {"T": T, "NT": T * N, "size": size}
             nan = float("nan")
             for name in runs:
                 values = times.get(name)
@@ -111,6 +112,11 @@ def benchmark(
                 row[f"{name}_speedup"] = statistics.median(base) / med if values and base else nan
             rows.append(row)
     return rows
+
+
+def _size_label(n: int) -> str:
+    """``2^k`` for a power of two, else the number itself."""
+    return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
 
 
 def format_rows(rows, names=None, baselines=None):
@@ -127,7 +133,9 @@ def format_rows(rows, names=None, baselines=None):
     head += " | ".join(f"{n} vs {baselines.get(n, 'loop')}" for n in ratio_names) + " |"
     lines = [head, "|" + " --- |" * (2 + len(names) + len(ratio_names))]
     for r in rows:
-        cells = [str(r["T"]), f"2^{r['NT'].bit_length() - 1}"]
+        cells = [str(r["T"]), _size_label(r["NT"])]
+        if r.get("size", r["NT"]) != r["NT"]:  # N = max(1, size // T) rounds the size
+            cells[1] += f" (asked {_size_label(r['size'])})"
         cells += [
             "–"
             if r[f"{n}_ms"] != r[f"{n}_ms"]

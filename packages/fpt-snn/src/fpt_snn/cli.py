@@ -2,6 +2,7 @@
 
 fpt-snn reproduce [--full] [--seed N] [--out DIR]
 fpt-snn convergence --T 32 --K-max 8 [--neurons 20000] [--tau 2] [--v-threshold 1] [--input F]
+    [--reset soft|hard] [--v-reset 0] [--decay-input]
 fpt-snn bench [--T 8 32 128] [--sizes 65536] [--repeats 5]
 """
 
@@ -35,13 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="spike mismatch of Heaviside FPT vs exact LIF for K = 1..K-max",
         description="Spike mismatch of Heaviside FPT against the exact sequential LIF for K = "
         "1..K-max, on synthetic currents x ~ N(0.6, 0.8^2) (i.i.d. per step and neuron, LIF "
-        "rate about 0.4 at the defaults), or on your own currents with --input.",
+        "rate about 0.4 at the defaults), or on your own currents with --input, computed in "
+        "the currents' dtype (float64 synthetic; a float32 file in float32, as "
+        "fpt_snn.convergence_report on the same tensor). In floating point, membranes that "
+        "land on the threshold within rounding (integer or quantised currents) can leave a "
+        "nonzero mismatch even at K >= T.",
     )
     conv.add_argument(
         "--input",
         metavar="PATH",
         help="your own currents [T, ...] as a .npy file or a tensor saved with torch.save "
-        "(.pt); --T, --neurons and --seed are then ignored",
+        "(.pt), computed in their dtype (half in float32); --T, --neurons and --seed are then "
+        "ignored",
     )
     conv.add_argument("--T", type=positive_int, default=32, help="time steps (default: 32)")
     conv.add_argument("--K-max", type=positive_int, default=8, help="largest K (default: 8)")
@@ -58,12 +64,26 @@ def build_parser() -> argparse.ArgumentParser:
         default="spikingjelly",
         help="reset convention (default: spikingjelly)",
     )
+    conv.add_argument(
+        "--reset", choices=("soft", "hard"), default="soft",
+        help="subtract the threshold (soft, the official FPT neuron) or set to --v-reset (hard, "
+        "spikingjelly's LIFNode default); default: soft",
+    )  # fmt: skip
+    conv.add_argument(
+        "--v-reset", type=float, default=0.0,
+        help="hard-reset potential, < --v-threshold (default: 0)",
+    )  # fmt: skip
+    conv.add_argument(
+        "--decay-input", action="store_true",
+        help="scale the input by 1/tau (spikingjelly's decay_input=True)",
+    )  # fmt: skip
     conv.add_argument("--seed", type=int, default=0, help="default: 0")
     bench = commands.add_parser(
         "bench",
         help="one layer fwd+bwd: FPT vs per-step loop",
-        description="Forward + backward time of one LIF layer: FPT (dense, chunked) against an "
-        "autograd per-step loop with the same sigmoid surrogate; median of interleaved repeats.",
+        description="Forward + backward time of one LIF layer: FPT (fpt-dense, fpt-chunked, "
+        "fpt-fused and fpt-auto, the kernel method='auto' picks) against an autograd per-step "
+        "loop with the same sigmoid surrogate; median of interleaved repeats.",
     )
     bench.add_argument(
         "--T", type=positive_int, nargs="+", default=[8, 32, 128, 512],
@@ -91,13 +111,20 @@ def _convergence(args):
         g = torch.Generator().manual_seed(args.seed)
         x = torch.randn(args.T, args.neurons, generator=g, dtype=torch.float64) * 0.8 + 0.6
         source = f"x ~ N(0.6, 0.8^2), T={args.T}, {args.neurons} neurons"
+    variant = {"reset": args.reset, "v_reset": args.v_reset, "decay_input": args.decay_input}
     try:
         rep = convergence_report(
-            x, args.K_max, tau=args.tau, v_threshold=args.v_threshold, convention=args.convention
-        )
+            x, args.K_max, tau=args.tau, v_threshold=args.v_threshold,
+            convention=args.convention, **variant,
+        )  # fmt: skip
     except (TypeError, ValueError) as error:
         raise SystemExit(f"fpt-snn convergence: {error}") from error
-    print(f"{source}, tau={args.tau}, v_threshold={args.v_threshold}, LIF rate {rep.rate:.3f}")
+    extra = f", reset={args.reset}" + (f", v_reset={args.v_reset}" if args.reset == "hard" else "")
+    extra += ", decay_input" if args.decay_input else ""
+    print(
+        f"{source}, {str(x.dtype).removeprefix('torch.')}, tau={args.tau}, "
+        f"v_threshold={args.v_threshold}{extra}, LIF rate {rep.rate:.3f}"
+    )
     print("| K | mismatch % | first wrong step |\n| --- | --- | --- |")
     for K, mismatch, first in rep.as_rows():
         print(f"| {K} | {100 * mismatch:.3f} | {first if first is not None else '-'} |")
@@ -121,7 +148,7 @@ def _load_currents(path):
     except Exception as error:  # any unreadable file becomes one clean exit
         raise SystemExit(
             f"fpt-snn convergence: --input {path!r} could not be read as a .npy array or a "
-            f"torch.save'd tensor: {error}"
+            f"torch.save'd tensor ({_short_error(error)})"
         ) from error
     if not isinstance(data, torch.Tensor) or not data.is_floating_point():
         kind = f"dtype {data.dtype}" if isinstance(data, torch.Tensor) else type(data).__name__
@@ -132,7 +159,19 @@ def _load_currents(path):
         check_input(data, "--input")
     except ValueError as error:
         raise SystemExit(f"fpt-snn convergence: {error} (file {path!r})") from error
-    return data.double()
+    # The file's own precision, as the Python API computes it: converting to float64 here
+    # would hide float32 threshold ties that convergence_report shows on the same tensor.
+    return data
+
+
+def _short_error(error: Exception) -> str:
+    """One line of a reader's error: torch.load's weights-only text is a page of advice."""
+    text = " ".join(str(error).split())
+    marker = "WeightsUnpickler error:"
+    if marker in text:  # torch.load(weights_only=True) refused the file
+        text = "torch.load: " + text.split(marker, 1)[1].split("Check the documentation")[0].strip()
+    text = text.strip()
+    return f"{type(error).__name__}: {text[:200] + ('...' if len(text) > 200 else '')}"
 
 
 def _bench(args):

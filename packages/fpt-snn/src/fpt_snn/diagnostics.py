@@ -2,7 +2,9 @@
 
 Source: Feng et al., ICML 2025, Sec. 4 (convergence of the fixed-point iteration: A is strictly
 lower-triangular, so after k evaluations the spikes of steps t <= k are exact, and all are for
-k >= T).
+k >= T). That holds in exact arithmetic; in floating point the matrix form rounds differently
+from the sequential recurrence, so a membrane within rounding of the threshold (a tie) can
+fire differently, which this report then counts as a mismatch.
 """
 
 from __future__ import annotations
@@ -55,7 +57,15 @@ def convergence_report(x, K_max, **lif_kwargs):
     x : Tensor, shape [T, ...], float
         Input currents.
     K_max : int
-        Largest number of evaluations (>= 1); K_max >= T must give zero mismatch.
+        Largest number of evaluations (>= 1). K_max >= T gives zero mismatch in exact
+        arithmetic (paper Sec. 4) and on generic real-valued currents; in floating point a
+        membrane that lands on the threshold within rounding (integer or quantised currents,
+        e.g. x = [1, 1, 2] at τ = 5 in float32: 1/3 of the spikes differ at K = 3) makes the
+        matrix form and :func:`fpt_snn.lif_sequential` disagree there and after, so a nonzero
+        mismatch at K >= T means threshold ties, not non-convergence. The computation runs in
+        `x`'s dtype (half in float32), as :func:`fpt_snn.fpt_lif` does; float64 makes ties
+        rarer, not impossible. Bit-exact LIF spikes come from :func:`fpt_snn.lif_sequential`
+        (``FPTLIF(sample="lif")``, ``eval_sample="lif"``, :func:`fpt_snn.use_exact_lif`).
     **lif_kwargs
         ``tau``, ``v_threshold``, ``convention``, ``reset``, ``v_reset``, ``decay_input`` as in
         :func:`fpt_snn.lif_sequential`.

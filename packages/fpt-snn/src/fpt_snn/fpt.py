@@ -9,6 +9,8 @@ Neural Networks with Constant Time Complexity", ICML 2025 (arXiv 2506.12087), Se
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from icml25_core import check_choice
@@ -43,6 +45,11 @@ SPIKE_FNS = ("sigmoid", "heaviside")
 SAMPLES = ("bernoulli", "threshold", "none")
 SURROGATES = ("official", "exact")
 OFFICIAL_ALPHAS = (2.0, 6.0, 12.0)
+# The hard reset's operator M(s) is a [T, T, N] tensor per evaluation (``cumprod``, see
+# kernels/fpt_dense.py); above this many bytes for one such tensor fpt_lif warns. Peak memory
+# with gradients is about 14x that (measured, K = 3, float32, N = 4096: 3.6 GB at T = 128,
+# 256 MiB per tensor; 0.9 GB at T = 64).
+HARD_RESET_WARN_BYTES = 2**25  # 32 MiB
 
 
 def default_alphas(K):
@@ -73,6 +80,23 @@ def default_alphas(K):
 
 def _work_dtype(x):
     return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def _warn_hard_reset_memory(T: int, N: int, dtype: torch.dtype) -> None:
+    """Warn when the hard reset's [T, T, N] operator exceeds :data:`HARD_RESET_WARN_BYTES`."""
+    size = T * T * N * torch.finfo(dtype).bits // 8
+    if size <= HARD_RESET_WARN_BYTES:
+        return
+    warnings.warn(
+        f"fpt_lif with reset='hard' builds a [T, T, N] = [{T}, {T}, {N}] tensor per evaluation "
+        f"({size / 2**20:.0f} MiB each, about 14x that at peak with gradients; O(T²·N), "
+        f"warned above {HARD_RESET_WARN_BYTES // 2**20} MiB). To train a hard-reset neuron "
+        "(spikingjelly's default LIFNode) at this size use the exact LIF with BPTT, "
+        "FPTLIF(..., sample='lif') or fpt_snn.use_exact_lif(model) (O(T·N) memory), or the "
+        "soft reset (reset='soft', the official FPT neuron).",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def fpt_lif(
@@ -116,16 +140,25 @@ def fpt_lif(
         Membrane time constant in steps, > 1 (official 2, λ = 1 − 1/τ = 0.5); a tensor with
         ``requires_grad`` makes τ learnable. A tensor broadcastable to one time step
         ``x.shape[1:]`` (trailing axes aligned) gives each neuron group its own τ (PLIF-style
-        per-channel τ, Fang et al., ICCV 2021): [C] for [T, B, C] input, [C, 1, 1] for
-        [T, B, C, H, W]. Λ is then per neuron, ``Λ[t, j, n] = λ_n^{t−j}``, run as one T×T
-        matrix per group (memory G·T², G = τ's entries). A learnable or per-neuron τ runs
-        ``dense``/``chunked`` only.
+        per-channel τ, Fang et al., ICCV 2021): [C] for [T, B, C] input, [C, 1, 1]
+        (``tau.view(C, 1, 1)``) for [T, B, C, H, W]. It must cover every axis after the batch
+        axis (``x.shape[2:]``) unless it holds one value: a [C] τ on [T, B, C, H, W] input
+        would align with W, not C, and raises. Λ is then per neuron,
+        ``Λ[t, j, n] = λ_n^{t−j}``, run as one T×T matrix per group (memory G·T², G = τ's
+        entries). A learnable or per-neuron τ runs ``dense``/``chunked`` only.
     v_threshold : float or Tensor, default=1.0
         Threshold θ > 0 (official 1); a tensor broadcasts like `tau` (per neuron) and with
         ``requires_grad`` is learnable (``dense``/``chunked`` only).
     K : int, default=3
-        Number of evaluations (1 initial + K−1 refinements; official 3), at most 10000. Exact
-        for K >= T with ``spike_fn="heaviside"``.
+        Number of evaluations (1 initial + K−1 refinements; official 3), at most 10000. With
+        ``spike_fn="heaviside"`` and K >= T the spikes are the LIF's in exact arithmetic (paper
+        Sec. 4). In floating point the matrix form ``Λx − θAs`` rounds differently from the
+        step-by-step recurrence, so a membrane that lands on the threshold within rounding
+        (a tie: integer or quantised currents, e.g. x = [1, 1, 2] at τ = 5 reaches exactly θ
+        = 1 at step 2 in the recurrence and 0.99999994 here) can fire differently, and the
+        error propagates; generic real-valued currents give the LIF's spikes. Bit-exact LIF
+        spikes come from :func:`fpt_snn.lif_sequential` (``FPTLIF(sample="lif")``,
+        ``eval_sample="lif"``, :func:`fpt_snn.use_exact_lif`).
     alphas : sequence of K floats or Tensor, shape [K], optional
         Forward sigmoid slopes; default :func:`default_alphas` (official (2, 6, 12) at K = 3).
         A tensor with ``requires_grad`` makes them learnable.
@@ -148,7 +181,11 @@ def fpt_lif(
         operators from T = 64; :mod:`fpt_snn.kernels.fpt_fused`) or the fused Triton kernel.
         "auto": Triton on a CUDA GPU, else "fused" on the CPU (the fastest path measured at
         every benchmarked shape) where it applies, else "chunked" (T > 64) or "dense".
-        ``reset="hard"`` runs dense only ("auto" picks it; the others raise); a per-neuron
+        ``reset="hard"`` runs dense only ("auto" picks it; the others raise) and, for K >= 2,
+        builds a [T, T, N] tensor per evaluation: a ``UserWarning`` says so when one exceeds
+        ``fpt_snn.fpt.HARD_RESET_WARN_BYTES`` (32 MiB; peak memory with gradients is about
+        14x that). To train spikingjelly's default (hard-reset) neuron at such sizes use
+        ``FPTLIF(sample="lif")`` or :func:`fpt_snn.use_exact_lif` (BPTT, O(T·N)). A per-neuron
         (non-0-d) `tau` or `v_threshold` runs dense or chunked ("fused"/"triton" raise), and
         so do a learnable τ, θ or α.
     generator : torch.Generator, optional
@@ -166,8 +203,8 @@ def fpt_lif(
     return_state : bool, default=False
         Also return the membrane after step T (the LIF membrane driven by the output spikes,
         as :func:`fpt_snn.lif_sequential` returns it), to pass as `v_init` of the next chunk.
-        With ``spike_fn="heaviside"`` and K >= T each chunk is the exact LIF, so chunked
-        calls equal one call on the whole sequence.
+        With ``spike_fn="heaviside"`` and K >= T each chunk is the LIF (up to threshold ties,
+        see `K`), so chunked calls equal one call on the whole sequence.
 
     Returns
     -------
@@ -188,7 +225,8 @@ def fpt_lif(
         `alphas` is not K positive values; a string option is unknown; `v_reset` is out of
         range (see :func:`fpt_snn.lif_sequential`); `v_init` has the wrong shape or device or
         is non-finite; ``method="chunked"|"fused"|"triton"`` with ``reset="hard"``; or
-        ``method="fused"|"triton"`` with a per-neuron `tau` or `v_threshold`.
+        ``method="fused"|"triton"`` with a per-neuron `tau` or `v_threshold`; a per-neuron
+        `tau`/`v_threshold` with fewer axes than ``x.shape[2:]`` (and more than one value).
     RuntimeError
         If ``method="triton"`` cannot run here, or `tau`, `v_threshold` or `alphas` need a
         gradient with ``method="fused"|"triton"`` (message names the fallback).
@@ -236,6 +274,8 @@ def fpt_lif(
     )  # fmt: skip
     work = _work_dtype(x)
     check_threshold_fits(theta, work)
+    if kind == "dense" and reset == "hard" and K >= 2:
+        _warn_hard_reset_memory(T, x.numel() // T, work)
     heaviside = spike_fn == "heaviside"
     strict = convention == "snntorch"
     alpha_arg = alphas.to(work) if learn_alpha else alpha_values

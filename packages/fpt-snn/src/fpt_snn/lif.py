@@ -272,7 +272,9 @@ def lif_sequential(
         Membrane time constant in steps (official default 2, λ = 0.5). A tensor broadcastable
         to one time step ``x.shape[1:]`` (trailing axes aligned, NumPy rule) gives each neuron
         its own τ: shape [C] for [T, B, C] input, [C, 1, 1] for [T, B, C, H, W] (per-channel
-        τ as in PLIF, Fang et al., ICCV 2021); a 0-d tensor is one τ.
+        τ as in PLIF, Fang et al., ICCV 2021); a 0-d tensor is one τ. It must cover every
+        axis after the batch axis (``x.shape[2:]``) unless it holds one value: a [C] τ on
+        [T, B, C, H, W] input would align with W, not C, and raises.
     v_threshold : float or Tensor, default=1.0
         Firing threshold θ > 0 (official default 1); a tensor broadcasts like `tau`.
     convention : {"spikingjelly", "snntorch"}, default="spikingjelly"
@@ -314,7 +316,8 @@ def lif_sequential(
     ValueError
         If `x` is 0-d, empty or non-finite; an entry of `tau` is <= 1 or non-finite, or of
         `v_threshold` <= 0 or non-finite; a tensor `tau`/`v_threshold` is empty, not float,
-        on another device than `x` or does not broadcast to ``x.shape[1:]``; `convention` or
+        on another device than `x`, does not broadcast to ``x.shape[1:]`` or has fewer axes
+        than ``x.shape[2:]`` (and more than one value); `convention` or
         `reset` is unknown; `v_reset` is out of range (see ``reset``); or `v_init` has the
         wrong shape or device or is non-finite.
 

@@ -39,6 +39,7 @@ from .surrogate import sample_spikes, sigmoid_surrogate
 EVAL_SAMPLES = ("bernoulli", "threshold", "none", "lif")
 TRAIN_SAMPLES = (*SAMPLES, "lif")  # "lif": exact-LIF fine-tuning (BPTT), see use_exact_lif
 LIF_SURROGATE_SLOPE = 4.0  # spikingjelly Sigmoid default = official FPT slope max(1, 12/3)
+_EPS32 = torch.finfo(torch.float32).eps
 
 
 def _detached(value):
@@ -51,7 +52,7 @@ def _tau_from_raw32(w: torch.Tensor) -> float:
     return float((1.0 / torch.sigmoid(w.to(torch.float32))).max())
 
 
-def _per_channel(value, name: str):
+def _per_channel(value, name: str, learnable: bool, flag: str):
     """A real number as a float; a sequence or 1-D tensor of C numbers as a [C] float64 tensor.
 
     Raises
@@ -59,9 +60,17 @@ def _per_channel(value, name: str):
     TypeError
         If `value` is neither (a string, a bool, a 2-D tensor, a non-float tensor, ...).
     ValueError
-        If the sequence is empty.
+        If the sequence is empty, or a tensor with ``requires_grad`` is passed without the
+        layer's `flag` (the layer copies the values: the tensor itself would not be trained).
     """
     if isinstance(value, torch.Tensor):
+        if value.requires_grad and not learnable:
+            raise ValueError(
+                f"`{name}` is a tensor with requires_grad=True, but FPTLIF copies its values "
+                f"into a fixed buffer (your tensor would get no gradient): pass {flag}=True to "
+                f"learn it (the layer then owns the parameter), or pass {name}.detach() to "
+                "keep it fixed"
+            )
         if value.ndim == 0:
             raise TypeError(f"`{name}` must be a float or C per-channel values, got a 0-d tensor")
         values = value.detach().cpu().to(torch.float64)
@@ -79,6 +88,23 @@ def _per_channel(value, name: str):
     if values.numel() == 0:
         raise ValueError(f"`{name}` must hold at least one per-channel value, got {value!r}")
     return values
+
+
+def _inverse_tau(w: torch.Tensor) -> torch.Tensor:
+    """1/τ = sigmoid(w) (PLIF), kept in [tiny, 1 − eps] of w's dtype so that τ > 1 and finite.
+
+    In float32 sigmoid(w) rounds to 1 from w ≈ 17 (τ = 1, λ = 0: rejected by every entry
+    point) and 1/sigmoid(w) overflows below w ≈ −88; an optimizer step can reach either. The
+    clamp leaves every other value unchanged (its gradient is 0 only at the bounds, where
+    sigmoid's own derivative is below 1.2e-7).
+    """
+    info = torch.finfo(w.dtype)
+    return torch.sigmoid(w).clamp(min=info.tiny, max=1.0 - info.eps)
+
+
+# θ = softplus(w) + this floor: softplus underflows to 0 below w ≈ −104 in float32, and θ must
+# stay a positive normal float32 (check_threshold_fits); the floor changes no other value.
+THRESHOLD_FLOOR = torch.finfo(torch.float32).tiny
 
 
 def _softplus_inverse(theta: torch.Tensor) -> torch.Tensor:
@@ -115,18 +141,25 @@ class FPTLIF(nn.Module):
         ``1[s >= 0.5]``, the deterministic probabilities ``s^{K−1}`` themselves, or the exact
         sequential LIF (:func:`fpt_snn.lif_sequential`, deterministic) for deployment.
     learnable_tau : bool, default=False
-        Learn τ through ``1/τ = sigmoid(w)`` (keeps τ > 1; init w = −ln(τ − 1)), PLIF's
-        parametrisation (Fang et al., ICCV 2021, Eq. 5; spikingjelly ``ParametricLIFNode``);
-        one w per channel when `tau` has C values, else one for the layer.
+        Learn τ through ``1/τ = sigmoid(w)`` (init w = −ln(τ − 1)), PLIF's parametrisation
+        (Fang et al., ICCV 2021, Eq. 5; spikingjelly ``ParametricLIFNode``); one w per channel
+        when `tau` has C values, else one for the layer. sigmoid(w) is clamped to
+        ``[tiny, 1 − eps]`` of w's dtype, which keeps τ > 1 and finite in float32 whatever the
+        optimizer does to w (sigmoid rounds to 1 from w ≈ 17); an initial `tau` so close to 1
+        that its float32 parametrisation is already clamped (τ − 1 < 6e-8) raises.
     learnable_threshold : bool, default=False
-        Learn θ through ``θ = softplus(w) = ln(1 + e^w)`` (keeps θ > 0 without clamping, so
-        the gradient never vanishes at a bound; init ``w = θ + ln(1 − e^{−θ})``); one w per
-        channel when `v_threshold` has C values. Learnable thresholds as in LTMD (Wang et al.,
-        "LTMD: Learning Improvement of Spiking Neural Networks with Learnable Thresholding
-        Neurons and Moderate Dropout", NeurIPS 2022); softplus for positivity as in Dugas
-        et al., "Incorporating Second-Order Functional Knowledge for Better Option Pricing",
-        NeurIPS 2000. The gradient reaches w through the threshold of every evaluation
-        (``h = C − θ − θAs``) and, with ``reset="soft"``, through the subtracted θ.
+        Learn θ through ``θ = softplus(w) + tiny = ln(1 + e^w) + tiny`` (init
+        ``w = θ + ln(1 − e^{−θ})``; tiny = float32's smallest normal, 1.2e-38, keeps θ > 0
+        where softplus underflows, below w ≈ −104, and changes no other value, so the gradient
+        never vanishes at a bound); one w per channel when `v_threshold` has C values. With
+        ``reset="hard"`` the learned θ must stay above `v_reset`: a forward where it has
+        drifted to ``θ <= v_reset`` raises ``RuntimeError`` naming the learned value.
+        Learnable thresholds as in LTMD (Wang et al., "LTMD: Learning Improvement of Spiking
+        Neural Networks with Learnable Thresholding Neurons and Moderate Dropout", NeurIPS
+        2022); softplus for positivity as in Dugas et al., "Incorporating Second-Order
+        Functional Knowledge for Better Option Pricing", NeurIPS 2000. The gradient reaches
+        w through the threshold of every evaluation (``h = C − θ − θAs``) and, with
+        ``reset="soft"``, through the subtracted θ.
     learnable_lambda : bool, default=False
         Learn a T×T decay W (init Λ) and a per-step bias (init −θ), official seq-CIFAR option:
         ``h^k = tril(W)(x − θ s^{k−1}) + θ s^{k−1} + b``; W is masked lower-triangular in every
@@ -163,7 +196,10 @@ class FPTLIF(nn.Module):
     ValueError, TypeError
         On out-of-range numbers (every entry of a per-channel `tau` > 1 and `v_threshold`
         > 0, finite; also a `v_threshold`, or a learnable `tau`, beyond float32's range), a
-        `tau` / `v_threshold` that is not a float or 1-D C values (TypeError), per-channel
+        `tau` / `v_threshold` that is not a float or 1-D C values (TypeError), a tensor
+        `tau` / `v_threshold` with ``requires_grad`` without ``learnable_tau`` /
+        ``learnable_threshold`` (it would not be trained), a `tau` that is 1 in float32
+        (fixed per channel, or learnable through sigmoid), per-channel
         `tau` and `v_threshold` of different C, unknown options, ``learnable_lambda`` with
         the snntorch convention, with ``learnable_tau`` or ``learnable_threshold``, with a
         per-channel `tau` or `v_threshold`, with ``eval_sample="lif"``, with the hard reset
@@ -224,8 +260,17 @@ class FPTLIF(nn.Module):
     ):
         super().__init__()
         self.T = check_T(T)
-        tau = check_tau(_per_channel(tau, "tau"))
-        theta = check_threshold(_per_channel(v_threshold, "v_threshold"))
+        tau = check_tau(_per_channel(tau, "tau", learnable_tau is True, "learnable_tau"))
+        theta = check_threshold(
+            _per_channel(
+                v_threshold, "v_threshold", learnable_threshold is True, "learnable_threshold"
+            )
+        )
+        if isinstance(tau, torch.Tensor) and not bool((tau.float() > 1).all()):
+            raise ValueError(
+                "`tau` must be > 1 in float32 (the layer's buffers are float32), got "
+                f"{tau.tolist()}, which rounds to {tau.float().tolist()}"
+            )
         check_threshold_fits(theta, torch.float32)  # parameters/buffers are float32
         sizes = {name: v.numel() for name, v in (("tau", tau), ("v_threshold", theta))
                  if isinstance(v, torch.Tensor)}  # fmt: skip
@@ -288,6 +333,12 @@ class FPTLIF(nn.Module):
                 f"`tau` must be small enough that 1/tau is representable in float32 with "
                 f"learnable_tau=True (1/tau = sigmoid(w), w float32), got {tau}"
             )
+        if learnable_tau and float(torch.sigmoid(tau_w.float()).max()) > 1.0 - _EPS32:
+            raise ValueError(
+                f"`tau` is too close to 1 for learnable_tau=True: 1/tau = sigmoid(w) with w = "
+                f"-ln(tau - 1) rounds to 1 in float32 (tau = 1, no leak), got {tau}; use "
+                "tau >= 1 + 1e-7, or learnable_tau=False"
+            )
         self.learnable_lambda = learnable_lambda
         self.learnable_tau = learnable_tau
         self.learnable_alpha = learnable_alpha
@@ -317,14 +368,14 @@ class FPTLIF(nn.Module):
     def tau(self):
         """τ: a float, or a tensor of shape [] or [C] (differentiable when learnable)."""
         if self.tau_raw is not None:
-            return 1.0 / torch.sigmoid(self.tau_raw)
+            return 1.0 / _inverse_tau(self.tau_raw)
         return self._tau if self.tau_channels is None else self.tau_channels
 
     @property
     def v_threshold(self):
         """θ: a float, or a tensor of shape [] or [C] (differentiable when learnable)."""
         if self.threshold_raw is not None:
-            return torch.nn.functional.softplus(self.threshold_raw)
+            return torch.nn.functional.softplus(self.threshold_raw) + THRESHOLD_FLOOR
         return self._theta if self.threshold_channels is None else self.threshold_channels
 
     def alphas(self):
@@ -373,7 +424,9 @@ class FPTLIF(nn.Module):
         Parameters
         ----------
         x : Tensor, float32 | float64 | bfloat16 | float16
-            Shape with ``x.shape[time_dim] == T``.
+            Shape with ``x.shape[time_dim] == T``; any length where the exact LIF runs
+            (``sample="lif"`` in training, ``eval_sample="lif"`` in eval mode), e.g. the
+            shorter last chunk of a stream.
         v_init : Tensor, optional
             Membrane before the first step, shaped like `x` without its time axis (as in
             :func:`fpt_snn.lif_sequential`); default: the resting state.
@@ -385,8 +438,9 @@ class FPTLIF(nn.Module):
         -------
         Tensor, shape and dtype of `x`
             Spikes in {0, 1} (probabilities with ``sample="none"`` in training or
-            ``eval_sample="none"`` in eval mode). In eval mode with the default
-            ``eval_sample="bernoulli"`` the spikes are random: two calls differ.
+            ``eval_sample="none"`` in eval mode), contiguous (``.view`` works). In eval mode
+            with the default ``eval_sample="bernoulli"`` the spikes are random: two calls
+            differ.
         (Tensor, Tensor)
             With ``return_state=True``: the spikes and the final membrane.
 
@@ -398,13 +452,18 @@ class FPTLIF(nn.Module):
             `return_state` is not a bool; `v_init`/`return_state` with ``learnable_lambda``;
             with a per-channel τ or θ, if `channel_dim` is not an axis of `x` other than its
             time axis or ``x.shape[channel_dim]`` is not C.
+        RuntimeError
+            With ``learnable_threshold`` and ``reset="hard"``, if the learned θ has drifted to
+            ``v_reset`` or below (the message gives its value and what to do).
         """
-        check_input(x, time_dim=self.time_dim, T=self.T)
+        mode = self.sample if self.training else self.eval_sample
+        check_input(x, time_dim=self.time_dim, T=None if mode == "lif" else self.T)
         v_init = check_v_init(v_init, x, time_dim=self.time_dim)
         return_state = check_flag(return_state, "return_state")
         xt = x.movedim(self.time_dim, 0)
-        mode = self.sample if self.training else self.eval_sample
         tau, theta = self._per_neuron(self.tau, x), self._per_neuron(self.v_threshold, x)
+        if self.threshold_raw is not None and self.reset_mode == "hard":
+            self._check_learned_threshold(theta)
         variant = {
             "v_threshold": theta, "convention": self.convention,
             "reset": self.reset_mode, "v_reset": self.v_reset, "decay_input": self.decay_input,
@@ -426,9 +485,23 @@ class FPTLIF(nn.Module):
                 alphas=alphas if alphas.requires_grad else tuple(alphas.tolist()),
                 sample=mode, method=self.method, **variant,
             )  # fmt: skip
+        # Laid out like a fresh tensor of x's shape (batch-first input: movedim is a view).
         if return_state:
-            return result[0].movedim(0, self.time_dim), result[1]
-        return result.movedim(0, self.time_dim)
+            return result[0].movedim(0, self.time_dim).contiguous(), result[1]
+        return result.movedim(0, self.time_dim).contiguous()
+
+    def _check_learned_threshold(self, theta):
+        """The learned θ must stay above `v_reset` under the hard reset (it may drift there)."""
+        lowest = float(theta.detach().min())
+        if lowest > self.v_reset:
+            return
+        raise RuntimeError(
+            f"the learned threshold (learnable_threshold=True) drifted to v_threshold = "
+            f"{lowest:.6g} <= v_reset = {self.v_reset:g} during training; the hard reset needs "
+            "v_threshold > v_reset (the neuron would fire at rest). Lower the learning rate "
+            "or v_reset, or keep it above after each step, e.g. `with torch.no_grad(): "
+            "layer.threshold_raw.clamp_(min=w)` with softplus(w) > v_reset"
+        )
 
     def _per_neuron(self, value, x):
         """A [C] τ or θ reshaped to broadcast over one time step of ``x.movedim(time_dim, 0)``.
@@ -473,7 +546,8 @@ def use_exact_lif(model, *, train=True, eval=True):
     """Switch every :class:`FPTLIF` in `model` to the exact sequential LIF (deployment gap).
 
     FPT trains the network its K soft evaluations define, not the LIF it deploys: in the
-    reproduction, weights trained with K = 3 lost 15.6 points when run on the exact LIF. The
+    reproduction, weights trained with K = 3 lost about 15 points when run on the exact LIF
+    (claim F3 of the README's reproduction table). The
     fix chosen here is to fine-tune the last epochs on the deployed model itself: after this
     call, training mode runs :func:`fpt_snn.lif_sequential` with a surrogate gradient (BPTT,
     each layer's `lif_surrogate`) and eval mode the exact LIF, with the same parameters and

@@ -8,14 +8,15 @@ from T = 64; the fastest path at every shape measured in ``benchmarks/RESULTS.md
 runs ``dense`` only (its operator depends on the spikes), and a per-neuron or learnable τ or
 θ runs ``dense`` or ``chunked``.
 ``ICML25_BACKEND=torch|triton|triton-interpret`` overrides the choice between PyTorch and
-Triton (see ``icml25_core.select_backend``).
+Triton for ``method="auto"`` (see ``icml25_core.select_backend``): ``triton`` applies to CUDA
+tensors (CPU tensors run the PyTorch kernels), and an unknown value raises ``ValueError``.
 """
 
 from __future__ import annotations
 
 import os
 
-from icml25_core import BACKEND_ENV, select_backend
+from icml25_core import BACKEND_ENV, BACKENDS, check_choice, select_backend
 
 from .fpt_chunked import BLOCK, fpt_chunked
 from .fpt_dense import fpt_dense, fpt_dense_hard
@@ -68,10 +69,14 @@ def resolve_method(
         If "triton" is asked for where it cannot run; the message names the fallback.
     ValueError
         If "chunked", "fused" or "triton" is asked for with the hard reset (dense only), or
-        "fused"/"triton" with a per-neuron τ or θ (dense or chunked only).
+        "fused"/"triton" with a per-neuron τ or θ (dense or chunked only); with "auto", if
+        ``$ICML25_BACKEND`` is set to a name that is not a backend.
     RuntimeError
         Also if "fused" is asked for with a learnable τ, θ or α.
     """
+    requested = os.environ.get(BACKEND_ENV) or None
+    if method == "auto" and requested is not None:  # a typo must not be ignored silently
+        check_choice(requested, BACKEND_ENV, BACKENDS)
     if hard_reset:
         if method in ("chunked", "fused", "triton"):
             raise ValueError(
@@ -104,7 +109,6 @@ def resolve_method(
         return "triton"
     if method != "auto":
         return method
-    requested = os.environ.get(BACKEND_ENV)
     wants_triton = requested == "triton-interpret" or (requested == "triton" and on_cuda)
     scalar_only = not needs_param_grad and not per_neuron
     if wants_triton and scalar_only:
