@@ -186,7 +186,8 @@ def run(
     Parameters
     ----------
     model : nn.Module
-        The network, in eval mode on its device; frames are moved there.
+        The network on its device (run in eval mode, its mode restored after); frames are
+        moved there.
     frames : Tensor, shape [T, C, H, W], floating point
         The input sequence; frame t is fed as a batch of one, ``frames[t:t+1]``.
     cache, policy, trigger, compat
@@ -200,7 +201,8 @@ def run(
     baseline : list of Tensor, optional
         Precomputed plain outputs (saves a pass when several policies share a sequence).
     with_flip : bool, default=True
-        Compute ꟻLIP (needs the ``[flip]`` extra and RGB outputs).
+        Compute ꟻLIP (needs the ``[flip]`` extra and RGB outputs; warns and reports None
+        otherwise).
 
     Returns
     -------
@@ -209,15 +211,19 @@ def run(
     Raises
     ------
     ValueError
-        If `frames` is not [T, C, H, W] or `reference` has another length.
+        If `frames` is not [T, C, H, W], `reference` or `baseline` has another length, or a
+        `reference` frame's shape differs from the output's.
 
     Warns
     -----
     UserWarning
-        When the measured per-hit saving is below the trigger's cost (DeltaCNN#7).
+        When the measured per-hit saving is below the trigger's cost (DeltaCNN#7), or ꟻLIP
+        was asked for but cannot be computed.
 
     Notes
     -----
+    The model runs in eval mode; its train/eval mode is restored on return.
+
     Source: spec §2 (cost and quality protocol), §6 (timing: warm-up, median, synchronize,
     TF32 off); official ``samples/flip/compare_images.py`` (ꟻLIP against the uncached output).
     """
@@ -233,10 +239,26 @@ def run(
             raise ValueError(
                 f"`reference` must have {T} frames like `frames`, got {reference.shape[0]}"
             )
+    if baseline is not None and len(baseline) != T:
+        raise ValueError(f"`baseline` must have {T} outputs like `frames`, got {len(baseline)}")
+    was_training = model.training
+    model.eval()
+    try:
+        return _run(
+            model, frames, cache, policy, trigger, warmup, repeats, reference, baseline,
+            with_flip, compat,
+        )  # fmt: skip
+    finally:
+        model.train(was_training)
+
+
+def _run(
+    model, frames, cache, policy, trigger, warmup, repeats, reference, baseline, with_flip, compat
+) -> BenchReport:
+    T = frames.shape[0]
     param = next(iter(model.parameters()), None)
     device = param.device if param is not None else frames.device
     frames = frames.to(device)
-    model.eval()
     wrapped = ReFrame(model, cache, policy=policy, trigger=trigger, compat=compat)
     seq = [frames[t : t + 1] for t in range(T)]
     with _no_tf32():
@@ -277,7 +299,7 @@ def run(
                 n = min(T, 10)
                 timing["full"] = _time(lambda: [full(x) for x in seq[:n]], repeats, device) / n
                 timing["hit"] = (
-                    _time(lambda: [hit(x, *cached) for x in seq[:n]], repeats, device) / n
+                    _time(lambda: [hit(*cached, x) for x in seq[:n]], repeats, device) / n
                 )
                 timing["trigger"] = (
                     _time(lambda: [float(smape(x, seq[0])) for x in seq[:n]], repeats, device) / n
@@ -287,7 +309,7 @@ def run(
         warnings.warn(
             f"the per-hit saving ({1e3 * saving:.3f} ms) is below the trigger's cost "
             f"({1e3 * timing['trigger']:.3f} ms): caching cannot pay off here (DeltaCNN#7)",
-            stacklevel=2,
+            stacklevel=4,
         )
     skipped_idx = [t for t in range(T) if not history[t]]
     p_frames = [psnr(o, b) for o, b in zip(outputs, baseline, strict=True)]
@@ -296,16 +318,32 @@ def run(
         for o, b in zip(outputs, baseline, strict=True)
     ]
     f_frames = None
-    if with_flip and outputs[0].ndim == 4 and outputs[0].shape[1] == 3:
+    if with_flip and not (
+        isinstance(outputs[0], torch.Tensor) and outputs[0].ndim == 4 and outputs[0].shape[1] == 3
+    ):
+        warnings.warn(
+            "with_flip=True but the outputs are not [N, 3, H, W] RGB: no FLIP reported",
+            stacklevel=4,
+        )
+    elif with_flip:
         try:
             f_frames = [
                 0.0 if h else flip(b, o) for o, b, h in zip(outputs, baseline, history, strict=True)
             ]
-        except ImportError:
-            f_frames = None
+        except ImportError as err:
+            warnings.warn(
+                f"with_flip=True but FLIP is unavailable ({err}); install the [flip] extra. "
+                "No FLIP reported",
+                stacklevel=4,
+            )
     p_ref = b_ref = None
     if reference is not None:
         ref = reference.to(device)
+        if ref.shape[1:] != outputs[0].shape[1:]:
+            raise ValueError(
+                f"`reference` frames must have the output's shape {tuple(outputs[0].shape[1:])}, "
+                f"got {tuple(ref.shape[1:])}"
+            )
         p_ref = _mean(psnr(o, ref[t : t + 1]) for t, o in enumerate(outputs))
         b_ref = _mean(psnr(b, ref[t : t + 1]) for t, b in enumerate(baseline))
     bitwise = all(

@@ -2,7 +2,8 @@
 Inference in Real-Time Rendering" (ICML 2025).
 
 Commands:
-  reproduce [--out DIR] [--full]   the paper's headline claim on real video (Debian opencv-doc)
+  reproduce [--out DIR] [--full]   the paper's headline claim on real video (Debian opencv-doc);
+                                   --full adds the mitsuba Cornell-box G-buffer claims
   bench --video PATH --policy P    cost and quality of a policy on your video (U-Net, x2 SR)
   flops --size HxW --widths a,b,c,d  exact FLOPs of the demo U-Net's full and hit paths
   streams --video A --video B ...  one wrapper per stream; run it under torchrun for one
@@ -69,6 +70,8 @@ def build_parser():
     parser, commands = console_parser("reframe-cache", __version__, __doc__)
     reproduce = add_reproduce_command(
         commands,
+        full_help="also render a mitsuba Cornell box and test the G-buffer trigger (claims h, i; "
+        "needs the [render] extra; the quick default covers claims a-g)",
         description="Measure the paper's headline claim on real input; write the report "
         "as <out>/reframe-cache.md and .json.",
     )

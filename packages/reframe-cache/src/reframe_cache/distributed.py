@@ -45,7 +45,8 @@ def run_streams(
     Parameters
     ----------
     make_model : callable
-        ``make_model() -> nn.Module`` (same weights on every rank, e.g. loaded from a file).
+        ``make_model() -> nn.Module`` (same weights on every rank, e.g. loaded from a file);
+        run in eval mode, its train/eval mode restored after.
     streams : sequence of Tensor, each [T, C, H, W]
         All streams; rank r runs ``streams[r::world]``.
     cache, policy
@@ -75,7 +76,26 @@ def run_streams(
     for i, s in enumerate(streams):
         if not isinstance(s, torch.Tensor) or s.ndim != 4:
             raise ValueError(f"`streams`[{i}] must be a [T, C, H, W] tensor")
-    model = make_model().to(device).eval()
+    model = make_model().to(device)
+    was_training = model.training
+    model.eval()
+    try:
+        results = _run_share(model, streams, rank, world, cache, policy, device)
+    finally:
+        model.train(was_training)
+    import torch.distributed as dist
+
+    if gather and dist.is_available() and dist.is_initialized():
+        summary = {i: {k: v for k, v in r.items() if k != "outputs"} for i, r in results.items()}
+        everything: list = [None] * world
+        dist.all_gather_object(everything, summary)
+        for part in everything:
+            for i, r in part.items():
+                results.setdefault(i, r)
+    return results
+
+
+def _run_share(model, streams, rank, world, cache, policy, device) -> dict[int, dict]:
     results: dict[int, dict] = {}
     for index in range(rank, len(streams), world):
         wrapper = ReFrame(model, cache, policy=policy)  # one wrapper (state) per stream
@@ -87,13 +107,4 @@ def run_streams(
             "skip_rate": wrapper.skip_rate,
             "rank": rank,
         }
-    import torch.distributed as dist
-
-    if gather and dist.is_available() and dist.is_initialized():
-        summary = {i: {k: v for k, v in r.items() if k != "outputs"} for i, r in results.items()}
-        everything: list = [None] * world
-        dist.all_gather_object(everything, summary)
-        for part in everything:
-            for i, r in part.items():
-                results.setdefault(i, r)
     return results

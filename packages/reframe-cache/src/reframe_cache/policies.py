@@ -30,7 +30,17 @@ class Policy:
 
     Subclasses implement :meth:`decide`; they may keep state (reference tensors) that
     :meth:`on_refresh` updates and :meth:`reset` clears. Policies hold no globals and pickle.
+    :class:`~reframe_cache.ReFrame` deep-copies the policy it is given, so one object can
+    configure several wrappers without sharing state; read a wrapper's own as ``.policy``.
+
+    Attributes
+    ----------
+    uses_output : bool
+        Whether the policy reads the outputs; if so the wrapper hands it private copies (the
+        caller may modify returned outputs in place). False skips that copy.
     """
+
+    uses_output: bool = True
 
     def decide(self, t: int, trigger: torch.Tensor | None, prev_output) -> bool:
         """Whether frame `t` refreshes the cache (True) or reuses it (False).
@@ -78,6 +88,8 @@ class Policy:
 class Always(Policy):
     """Refresh every frame: the plain model (bit-identical outputs, spec §5 test 1)."""
 
+    uses_output = False
+
     def decide(self, t, trigger, prev_output) -> bool:
         """Always True."""
         return True
@@ -85,6 +97,8 @@ class Always(Policy):
 
 class Never(Policy):
     """Never refresh unless forced (frame 0, ``reset()``, a changed input shape/dtype/device)."""
+
+    uses_output = False
 
     def decide(self, t, trigger, prev_output) -> bool:
         """Always False."""
@@ -114,6 +128,8 @@ class EveryN(Policy):
     (``refresh = i % every_n == 0``, ``i`` from 0). The SS sample counts its ``iter`` from 1, so
     its first refresh after frame 0 is frame ``k - 1``: a phase difference, not reproduced here.
     """
+
+    uses_output = False
 
     def __init__(self, k: int):
         check_scalar(k, "k", kind=int, low=1)
@@ -161,6 +177,8 @@ class Delta(Policy):
     Source: official ``samples/FE/inference.py`` (``prev_input = input`` only on a refresh) and
     ``samples/unet/unet.py`` (``reframe_cached_input`` stored on a refresh).
     """
+
+    uses_output = False
 
     def __init__(self, threshold: float, reference: str = "last_refresh"):
         self.threshold = _check_threshold(threshold)
@@ -267,7 +285,19 @@ class DeltaInOut(Policy):
         return f"DeltaInOut(threshold={self.threshold}, compat={self.compat!r})"
 
 
-_NUMBER = r"(inf|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+def _tau(spec: str, text: str) -> float:
+    try:
+        tau = float(text)
+    except ValueError:
+        raise ValueError(
+            f"`policy` {spec!r} is not understood: {text!r} is not a number; use "
+            "'delta-<tau>' or 'delta-in-out-<tau>' with tau >= 0 (e.g. 'delta-0.1', 'delta-inf')"
+        ) from None
+    if math.isnan(tau):
+        raise ValueError(f"`policy` {spec!r}: tau must not be NaN")
+    if tau < 0:
+        raise ValueError(f"`policy` {spec!r}: tau must be >= 0, got {tau}")
+    return tau
 
 
 def parse_policy(spec: str | Policy, *, compat: str | None = None) -> Policy:
@@ -277,7 +307,8 @@ def parse_policy(spec: str | Policy, *, compat: str | None = None) -> Policy:
     Parameters
     ----------
     spec : str or Policy
-        The name (case-insensitive) or a ready policy (returned as it is).
+        The name (case-insensitive; ``"delta-inf"`` never refreshes unless forced) or a ready
+        policy (returned as it is; :class:`~reframe_cache.ReFrame` copies it).
     compat : {None, "official"}, default=None
         Passed to :class:`DeltaInOut`.
 
@@ -288,7 +319,7 @@ def parse_policy(spec: str | Policy, *, compat: str | None = None) -> Policy:
     Raises
     ------
     ValueError
-        If `spec` cannot be parsed, ``k < 1`` or ``τ < 0`` (naming `policy`).
+        If `spec` cannot be parsed, ``k < 1``, ``τ < 0`` or τ is NaN (naming `policy`).
     TypeError
         If `spec` is neither a str nor a Policy.
     """
@@ -306,10 +337,10 @@ def parse_policy(spec: str | Policy, *, compat: str | None = None) -> Policy:
         if k < 1:
             raise ValueError(f"`policy` {spec!r}: k must be >= 1")
         return EveryN(k)
-    if m := re.fullmatch(r"delta-in-out-" + _NUMBER, text):
-        return DeltaInOut(float(m.group(1)), compat=compat)
-    if m := re.fullmatch(r"delta-" + _NUMBER, text):
-        return Delta(float(m.group(1)))
+    if m := re.fullmatch(r"delta-in-out-(.+)", text):
+        return DeltaInOut(_tau(spec, m.group(1)), compat=compat)
+    if m := re.fullmatch(r"delta-(.+)", text):
+        return Delta(_tau(spec, m.group(1)))
     raise ValueError(
         f"`policy` {spec!r} is not understood; use 'always', 'never', 'N-<k>' (k >= 1), "
         "'delta-<tau>' or 'delta-in-out-<tau>' (tau >= 0), or a Policy instance"
