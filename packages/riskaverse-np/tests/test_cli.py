@@ -23,7 +23,8 @@ def test_train_then_eval_agree(trained, run_main):
     result = run_main(main, "eval", trained, "--tasks", "gp-mix", "--hidden", "8")
     assert result.code == 0, result.err
     scores = json.loads(result.out.strip().splitlines()[-1])
-    assert set(scores) == {"mean", "cvar", "worst_1pct"}
+    assert set(scores) == {"alpha", "mean", "cvar", "worst_1pct"}
+    assert scores["alpha"] == 0.7  # the training alpha by default
     assert scores["mean"] <= scores["cvar"] <= scores["worst_1pct"]
 
 
@@ -36,7 +37,7 @@ def test_train_then_eval_agree(trained, run_main):
         (["train", "--method", "sgd", "--out", "x"], "method"),
         (["eval", "{missing}"], "no such file"),
         (["eval", "{text}"], "not a riskaverse-np checkpoint"),
-        (["eval", "{trained}", "--tasks", "digits"], "another pool"),
+        (["eval", "{trained}", "--tasks", "digits"], "trained on --tasks gp-mix"),
         (["eval", "{trained}", "--hidden", "16"], "hidden"),
     ],
 )

@@ -47,12 +47,23 @@ def build_parser():
     train.add_argument("--seed", type=int, default=0)
     train.add_argument(
         "--out", type=Path, required=True,
-        help="checkpoint file; an existing one of the same settings is resumed",
+        help="checkpoint file (missing parent folders are created); an existing one of the "
+        "same settings is resumed; Ctrl-C writes it and exits with status 130",
     )  # fmt: skip
+    train.add_argument("--checkpoint-every", type=positive_int, default=200,
+                       help="steps between checkpoints (default 200)")  # fmt: skip
     ev = commands.add_parser("eval", help="evaluate a checkpoint on held-out tasks (JSON out)")
     ev.add_argument("checkpoint", type=Path)
-    ev.add_argument("--tasks", choices=TASKS, default="gp-mix")
-    ev.add_argument("--hidden", type=positive_int, default=64)
+    ev.add_argument("--tasks", choices=TASKS, default="gp-mix",
+                    help="the pool the checkpoint was trained on (default gp-mix)")  # fmt: skip
+    ev.add_argument("--hidden", type=positive_int, default=64,
+                    help="the CNP width it was trained with (default 64)")  # fmt: skip
+    ev.add_argument(
+        "--alpha",
+        type=_alpha,
+        default=None,
+        help="CVaR level of the reported cvar (default: the training alpha)",
+    )
     add_reproduce_command(
         commands,
         description="Measure the paper's headline claim on real input; write the report "
@@ -80,19 +91,38 @@ def main(argv=None) -> int:
         print(f"wrote {markdown} (and .json)")
         return 0
     from .models import CNP
-    from .trainer import RiskAverseTrainer
+    from .trainer import RiskAverseTrainer, evaluate_model
 
     if args.command == "train":
         if args.seed < 0:
             parser.error("argument --seed: must be >= 0")
+        if args.out.is_dir():
+            parser.error(f"argument --out: {str(args.out)!r} is a directory, not a file")
         train, test = _pools(args.tasks, args.seed)
         model = CNP(2 if args.tasks == "digits" else 1, 1, hidden=args.hidden, rngs=args.seed)
-        trainer = RiskAverseTrainer(
-            model, train, args.alpha, args.method, args.grad_budget, args.seed, args.out
-        )
-        trainer.fit()
+        try:  # loads an existing --out: corrupt files and other settings are user errors
+            trainer = RiskAverseTrainer(
+                model, train, args.alpha, args.method, args.grad_budget, args.seed, args.out,
+                checkpoint_every=args.checkpoint_every,
+            )  # fmt: skip
+        except ValueError as error:
+            message = str(error)
+            if "checkpoint" in message:
+                parser.error(f"argument --out: {message} (or pass another --out)")
+            parser.error(message.replace("`grad_budget`=", "argument --grad-budget: "))
+        try:
+            trainer.fit()
+        except KeyboardInterrupt:
+            print(
+                f"interrupted at step {trainer.step} of {trainer.total_steps}: checkpoint "
+                f"written to {str(args.out)!r}; rerun the same command to resume",
+                file=sys.stderr,
+            )
+            return 130
         out = trainer.evaluate(test)
-        print(json.dumps({k: out[k] for k in ("mean", "cvar", "worst_1pct")}))
+        print(
+            json.dumps({"alpha": args.alpha, **{k: out[k] for k in ("mean", "cvar", "worst_1pct")}})
+        )
         return 0
     # eval
     if not args.checkpoint.is_file():
@@ -106,23 +136,41 @@ def main(argv=None) -> int:
         parser.error(
             f"argument checkpoint: not a riskaverse-np checkpoint: {str(args.checkpoint)!r}"
         )
-    train, test = _pools(args.tasks, int(config["seed"]))
-    if int(config["n_tasks"]) != train.n_tasks:
+    seed = int(config["seed"])
+    train, test = _pools(args.tasks, seed)
+    saved_pool = config.get("pool")
+    if int(config["n_tasks"]) != train.n_tasks or saved_pool != train.fingerprint():
+        other = next(
+            (
+                t
+                for t in TASKS
+                if t != args.tasks and _pools(t, seed)[0].fingerprint() == saved_pool
+            ),
+            None,
+        )
+        where = f"--tasks {other}" if other else "a pool this command does not build"
+        if saved_pool is None:
+            where = "an older riskaverse-np without pool fingerprints: retrain it"
         parser.error(
-            f"argument --tasks: the checkpoint was trained on another pool ({args.tasks}?)"
+            f"argument --tasks: the checkpoint was not trained on {args.tasks} (seed {seed}): "
+            f"it was trained on {where}"
         )
     model = CNP(2 if args.tasks == "digits" else 1, 1, hidden=args.hidden)
+    alpha = float(config["alpha"])
     trainer = RiskAverseTrainer(
-        model, train, float(config["alpha"]), str(config["method"]), int(config["grad_budget"]),
-        int(config["seed"]), progress=False, tasks_per_step=int(config["tasks_per_step"]),
+        model, train, alpha, str(config["method"]), int(config["grad_budget"]),
+        seed, progress=False, tasks_per_step=config["tasks_per_step"],
         lr=float(config["lr"]), inner_steps=int(config["inner_steps"]),
     )  # fmt: skip
     try:
         trainer.load_state_dict(state)
     except ValueError as error:
         parser.error(f"argument checkpoint: {error}; was it trained with another --hidden?")
-    out = trainer.evaluate(test)
-    print(json.dumps({k: out[k] for k in ("mean", "cvar", "worst_1pct")}))
+    report_alpha = alpha if args.alpha is None else args.alpha
+    out = evaluate_model(trainer.final_model(), test, report_alpha)
+    print(
+        json.dumps({"alpha": report_alpha, **{k: out[k] for k in ("mean", "cvar", "worst_1pct")}})
+    )
     return 0
 
 

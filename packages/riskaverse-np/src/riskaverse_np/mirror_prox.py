@@ -15,6 +15,7 @@ Axis letters: N tasks in the pool, b tasks per inner step.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -63,8 +64,15 @@ def entropic_step(p, grad, step: float, cap: float = 1.0) -> np.ndarray:
     Notes
     -----
     Source: the entropic prox-mapping of Nemirovski (2004), Sec. 2 / Juditsky et al. (2011),
-    Sec. 2.1 ("entropy distance-generating function"); spec Sec. 2. The exponent is shifted by
-    its maximum before exponentiating (the projection is invariant to a positive factor).
+    Sec. 2.1 ("entropy distance-generating function"); spec Sec. 2. Computed in log space:
+    ``log p + step * g`` goes to :func:`project_capped_simplex_kl` with ``log_weights=True``, so
+    large losses or steps cannot overflow or underflow the weights (entries far below the
+    others become 0; the capped entries and the normalisation stay exact).
+
+    Raises
+    ------
+    FloatingPointError
+        If ``step * grad`` overflows float64.
     """
     p = np.asarray(p, dtype=np.float64)
     g = np.asarray(grad, dtype=np.float64)
@@ -72,9 +80,16 @@ def entropic_step(p, grad, step: float, cap: float = 1.0) -> np.ndarray:
         raise ValueError(f"`p` {p.shape} and `grad` {g.shape} must be 1-D of one length")
     if not np.all(np.isfinite(g)):
         raise ValueError("`grad` must be finite (no NaN or inf)")
-    expo = step * g
-    expo = expo - expo.max()
-    return np.asarray(project_capped_simplex_kl(p * np.exp(expo), cap))
+    if np.any(p < 0) or not np.all(np.isfinite(p)):
+        raise ValueError("`p` must be finite and non-negative")
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_q = np.log(p) + step * g
+    if np.any(np.isnan(log_q)) or np.any(log_q == np.inf):
+        raise FloatingPointError(
+            f"the p update overflowed (step * loss up to {np.max(np.abs(step * g)):.3g}): "
+            "lower `eta_p` or `lr`"
+        )
+    return np.asarray(project_capped_simplex_kl(log_q, cap, log_weights=True))
 
 
 def mirror_prox_matrix_game(payoff, steps: int = 2000, step_size: float = 0.5) -> dict:
@@ -144,6 +159,18 @@ def _weighted_grad(loss_fn, graphdef, params, other, idx, weights, key):
 
     (_, losses), grad = jax.value_and_grad(objective, has_aux=True)(params)
     return losses, grad
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _checked_last_task(loss_fn, graphdef, params, other, idx, key):
+    """`loss_fn` on `idx` under ``checkify.index_checks``: JAX clamps out-of-range gathers
+    silently, this reports them."""
+    from jax.experimental import checkify
+
+    def f(pr):
+        return loss_fn(nnx.merge(graphdef, pr, other), idx, key)
+
+    return checkify.checkify(f, errors=checkify.index_checks)(params)
 
 
 @partial(jax.jit, static_argnums=(0, 1))
@@ -296,6 +323,10 @@ class MirrorProxCVaR:
         refused (per-task losses would depend on the batch).
     n_tasks : int >= 1
         N, the size of the fixed task pool (spec Sec. 9: refresh the pool only between runs).
+        It must match the data `loss_fn` indexes: JAX clamps out-of-range indices silently, so
+        the first call with a new `loss_fn` checks task ``n_tasks - 1`` under
+        ``jax.experimental.checkify`` index checks and refuses a larger `n_tasks`. `loss_fn`
+        must return floating losses (integer losses have zero gradient: TypeError).
     alpha : float in [0, 1)
         Confidence level (tail = worst ``1 - alpha``; DR-MAML convention). ``alpha = 0`` keeps p
         uniform: the method is then extragradient ERM.
@@ -444,6 +475,8 @@ class MirrorProxCVaR:
         self.avg_p: np.ndarray | None = None
         self.avg_weight = 0.0
         self.last_batch_losses = np.zeros(0)
+        self._size_checked: set[int] = set()
+        self._warned_past_end = False
 
     # ------------------------------------------------------------------ small helpers
     @property
@@ -507,6 +540,12 @@ class MirrorProxCVaR:
         return self._checked(out, idx_p.size)[:n]
 
     def _checked(self, losses, b: int) -> np.ndarray:
+        dtype = getattr(losses, "dtype", None)
+        if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+            raise TypeError(
+                f"`loss_fn` must return floating losses (their gradient trains the model); got "
+                f"dtype {dtype}: integer losses have zero gradient"
+            )
         values = np.asarray(losses, dtype=np.float64)
         if values.shape != (b,):
             raise ValueError(
@@ -527,6 +566,18 @@ class MirrorProxCVaR:
             raise ValueError(
                 f"`n_tasks`={self.n_tasks} differs from the pool of `{name}` ({pool_size} tasks)"
             )
+        if pool_size is None and id(fn) not in self._size_checked:
+            # JAX clamps out-of-range indices: check once that task n_tasks - 1 exists
+            idx = jnp.asarray([self.n_tasks - 1], jnp.int32)
+            key = _step_key(self.seed, 0, 0)
+            err, _ = _checked_last_task(fn, self.graphdef, self.params, self.other, idx, key)
+            message = err.get()
+            if message is not None:
+                raise ValueError(
+                    f"`{name}` indexes past its data for task {self.n_tasks - 1}: `n_tasks`="
+                    f"{self.n_tasks} is larger than the pool it reads ({message.strip()})"
+                )
+            self._size_checked.add(id(fn))
 
     # ---------------------------------------------------------------------- snapshot
     def snapshot(self, full_loss_fn: LossFn) -> np.ndarray:
@@ -632,6 +683,18 @@ class MirrorProxCVaR:
         self._check_loss_fn(loss_fn, "loss_fn")
         if full_loss_fn is not None:
             self._check_loss_fn(full_loss_fn, "full_loss_fn")
+        if (
+            self.total_steps is not None
+            and self.step_count >= self.total_steps
+            and not self._warned_past_end
+        ):
+            self._warned_past_end = True
+            warnings.warn(
+                f"step {self.step_count + 1} is past `total_steps`={self.total_steps}: the "
+                "averaging window was set from total_steps (pass the real number of steps)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         if self.tasks_per_step is not None and (
             self.snap_losses is None or self.step_count % self.inner_steps == 0
         ):
@@ -701,6 +764,10 @@ class MirrorProxCVaR:
             "avg_weight": self.avg_weight,
             "n_tasks": self.n_tasks,
             "alpha": self.alpha,
+            "step_rule": self.step_rule,
+            "lr": self.lr,
+            "eta_p": self.eta_p,
+            "tasks_per_step": self.tasks_per_step,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -709,16 +776,39 @@ class MirrorProxCVaR:
         Raises
         ------
         ValueError
-            If the state was saved for another pool size or alpha, or misses a key.
+            If the state was saved with other settings (n_tasks, alpha, step_rule, lr, eta_p,
+            tasks_per_step), misses a key, or holds task weights that are not a point of
+            $P_\alpha$ (NaN, negative, not summing to one, above the cap).
         """
+        if not isinstance(state, dict):
+            raise TypeError(f"`state` must be a dict, got {type(state).__name__}")
         missing = set(self.state_dict()) - set(state)
         if missing:
             raise ValueError(f"`state` misses {sorted(missing)}")
-        if int(state["n_tasks"]) != self.n_tasks or float(state["alpha"]) != self.alpha:
+        mine = {
+            "n_tasks": self.n_tasks, "alpha": self.alpha, "step_rule": self.step_rule,
+            "lr": self.lr, "eta_p": self.eta_p, "tasks_per_step": self.tasks_per_step,
+        }  # fmt: skip
+        diff = {k: (state[k], v) for k, v in mine.items() if state[k] != v}
+        if diff:
             raise ValueError(
-                f"`state` was saved for n_tasks={state['n_tasks']}, alpha={state['alpha']}; "
-                f"this optimiser has n_tasks={self.n_tasks}, alpha={self.alpha}"
+                f"`state` was saved with other settings (saved, this optimiser): {diff}"
             )
+        for key in ("p", "snap_p", "avg_p"):
+            if state[key] is None:
+                continue
+            w = np.asarray(state[key], dtype=np.float64)
+            if (
+                w.shape != (self.n_tasks,)
+                or not np.all(np.isfinite(w))
+                or np.any(w < 0)
+                or abs(w.sum() - 1.0) > 1e-6
+                or np.any(w > self.cap * (1 + 1e-6))
+            ):
+                raise ValueError(
+                    f"`state[{key!r}]` is not a task-weight vector of P_alpha (finite, >= 0, "
+                    f"sum 1, <= cap {self.cap:.6g}, shape ({self.n_tasks},))"
+                )
 
         tree = tree_from_leaves
 

@@ -5,10 +5,15 @@ Convention (DR-MAML's, Sec. 2 of the spec): ``alpha`` is the *confidence level*,
 worst ``1 - alpha`` of the tasks; ``alpha = 0`` is the mean. (sqwash and fast-dro use the tail
 fraction instead: their ``alpha`` is our ``1 - alpha``.) Axis letter: N tasks (or b batch tasks).
 
-Every function takes a numpy array, a JAX array or (when torch is installed) a torch tensor and
-returns the same type. JAX inputs are computed with ``jax.numpy`` (differentiable: the gradient of
-:func:`cvar` is its dual weights); torch tensors are computed in float64 numpy and returned as a
-tensor of the input's dtype and device, without autograd.
+Every function takes a numpy array, a list or tuple of numbers, a JAX array or (when torch is
+installed) a torch tensor and returns the same type (numpy for lists and tuples). JAX inputs are
+computed with ``jax.numpy`` (differentiable: the gradient of :func:`cvar` is its dual weights);
+torch tensors are computed in float64 numpy and returned as a tensor of the input's dtype and
+device, without autograd. numpy results keep a float32/float64 input's dtype; integer input
+gives float64 and float16 input float32 (float16 cannot hold the weights to 1e-3).
+
+``alpha`` is a Python (or numpy) number, not an array: under ``jax.jit`` pass it as a static
+argument (``jax.jit(cvar, static_argnums=1)``).
 """
 
 from __future__ import annotations
@@ -102,8 +107,13 @@ def _restore(result, original, kind: str):
         like = original if original.is_floating_point() else original.double()
         return like.new_tensor(np.asarray(result, dtype=np.float64))
     if kind == "numpy":
-        dtype = original.dtype if np.issubdtype(np.asarray(original).dtype, np.floating) else None
-        out = np.asarray(result, dtype=dtype or np.float64)
+        in_dtype = np.asarray(original).dtype
+        dtype = (
+            np.promote_types(in_dtype, np.float32)
+            if np.issubdtype(in_dtype, np.floating)
+            else np.float64
+        )
+        out = np.asarray(result, dtype=dtype)
         return out if out.ndim else out[()]
     return result
 
@@ -128,7 +138,15 @@ def check_alpha(alpha) -> float:
         If `alpha` is NaN or outside ``[0, 1)``.
     """
     if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.integer | np.floating):
-        raise TypeError(f"`alpha` must be a real number in [0, 1), got {type(alpha).__name__}")
+        hint = ""
+        if hasattr(alpha, "ndim"):
+            hint = (
+                " (a 0-d array or a traced value: pass a Python float, and under jax.jit make "
+                "`alpha` static, e.g. jax.jit(cvar, static_argnums=1))"
+            )
+        raise TypeError(
+            f"`alpha` must be a real number in [0, 1), got {type(alpha).__name__}{hint}"
+        )
     alpha = float(alpha)
     if math.isnan(alpha) or not 0.0 <= alpha < 1.0:
         raise ValueError(f"`alpha` must be in [0, 1) (confidence level), got {alpha!r}")
@@ -266,7 +284,7 @@ def cvar(losses, alpha: float):
 
 
 # ------------------------------------------------------------------------ KL projection
-def project_capped_simplex_kl(q, cap: float):
+def project_capped_simplex_kl(q, cap: float, *, log_weights: bool = False):
     r"""KL projection of a positive vector onto the capped simplex.
 
     $$\Pi(q) = \arg\min_{p \in \Delta_N,\ p \le \mathrm{cap}} \mathrm{KL}(p \,\|\, q)
@@ -281,7 +299,12 @@ def project_capped_simplex_kl(q, cap: float):
         Unnormalised weights (e.g. ``p * exp(step * gradient)``); need not sum to one.
     cap : float
         Upper bound on each weight, ``1/((1 - alpha) N)`` for CVaR; at least ``1/N``. ``cap >= 1``
-        is the plain simplex (``q / sum(q)``).
+        (``inf`` included) is the plain simplex (``q / sum(q)``).
+    log_weights : bool, default=False
+        `q` holds log-weights ``log q`` (finite or ``-inf``; any real shift): the projection is
+        then computed in log space (suffix log-sum-exp), so weights spanning more than float64's
+        range (``p * exp(step * losses)`` with large losses) neither overflow nor underflow to
+        fewer than ``1/cap`` positive entries. Entries far below the rest come out as 0.
 
     Returns
     -------
@@ -290,8 +313,9 @@ def project_capped_simplex_kl(q, cap: float):
     Raises
     ------
     ValueError
-        If `q` is not 1-D, empty, not finite or has a negative entry; if `cap` is NaN or below
-        ``1/N``; if `q` has fewer than ``1/cap`` positive entries (no finite-KL solution).
+        If `q` is not 1-D, empty, not finite or has a negative entry (with `log_weights`: NaN or
+        ``+inf``); if `cap` is NaN or below ``1/N``; if `q` has fewer than ``1/cap`` positive
+        (finite, with `log_weights`) entries (no finite-KL solution).
 
     Notes
     -----
@@ -306,13 +330,18 @@ def project_capped_simplex_kl(q, cap: float):
     >>> project_capped_simplex_kl(np.array([4.0, 1.0, 1.0, 2.0]), 0.4)
     array([0.4, 0.15, 0.15, 0.3])
     """
-    kind, xp, arr = _check_vector(q, "q", nonnegative=True)
-    n = int(arr.shape[0])
+    if not isinstance(log_weights, bool):
+        raise TypeError(f"`log_weights` must be a bool, got {type(log_weights).__name__}")
     if isinstance(cap, bool) or not isinstance(cap, int | float | np.integer | np.floating):
         raise TypeError(f"`cap` must be a real number, got {type(cap).__name__}")
     cap = float(cap)
+    if log_weights:
+        return _project_log(q, cap)
+    kind, xp, arr = _check_vector(q, "q", nonnegative=True)
+    n = int(arr.shape[0])
     if math.isnan(cap) or cap * n < 1.0 - 1e-9:
         raise ValueError(f"`cap` must be at least 1/N = {1.0 / n:.6g}, got {cap!r}")
+    cap = min(cap, 1.0)  # cap >= 1 (inf too) is the plain simplex
     if kind != "jax" or not _is_tracer(arr):
         positive = int(np.count_nonzero(np.asarray(arr) > 0))
         if positive == 0 or positive * min(cap, 1.0) < 1.0 - 1e-9:
@@ -338,6 +367,77 @@ def project_capped_simplex_kl(q, cap: float):
     if kind == "jax":
         return out
     return _restore(out, q, kind)
+
+
+def _project_log(logq, cap: float):
+    """:func:`project_capped_simplex_kl` of ``exp(logq)``, in log space (float64 numpy; JAX in,
+    JAX out)."""
+    kind = _kind(logq)
+    if kind == "jax":
+        import jax.numpy as jnp
+
+        if _is_tracer(logq):
+            raise TypeError("`log_weights=True` needs concrete values (not under jit)")
+        arr = np.asarray(logq, dtype=np.float64)
+    else:
+        arr = _to_numpy(logq, "q").astype(np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"`q` must be 1-D [N] and not empty, got shape {arr.shape}")
+    if np.any(np.isnan(arr)) or np.any(arr == np.inf):
+        raise ValueError("`q` (log-weights) must be finite or -inf (no NaN or +inf)")
+    n = arr.size
+    if math.isnan(cap) or cap * n < 1.0 - 1e-9:
+        raise ValueError(f"`cap` must be at least 1/N = {1.0 / n:.6g}, got {cap!r}")
+    cap = min(cap, 1.0)
+    positive = int(np.count_nonzero(np.isfinite(arr)))
+    if positive == 0 or positive * cap < 1.0 - 1e-9:
+        raise ValueError(
+            f"`q` has {positive} positive entries: at least 1/cap = {1.0 / cap:.6g} are needed"
+        )
+    if cap * n <= 1.0 + 1e-12:
+        out = np.full(n, 1.0 / n)
+    else:
+        order = np.argsort(-arr, kind="stable")
+        ls = arr[order]  # descending
+        # j capped entries: the largest uncapped one is t_j = (1 - j cap) / S_j with
+        # S_j = sum_{i >= j} exp(ls_i - ls_j); only j < 1/cap can be the solution. S_j by the
+        # recursion S_j = 1 + exp(ls_{j+1} - ls_j) S_{j+1}: differences of nearby log-weights
+        # only, exact even when the log-weights themselves are ~1e25.
+        m = min(n - 1, math.ceil(1.0 / cap - 1e-9))
+        finite = np.isfinite(ls)
+        with np.errstate(invalid="ignore", over="ignore"):
+            tail = ls[m:][finite[m:]] - ls[m] if finite[m] else np.zeros(0)
+            s_j = np.empty(m + 1)
+            s_j[m] = float(np.sum(np.exp(tail))) if finite[m] else 0.0
+            for j in range(m - 1, -1, -1):
+                gap = ls[j + 1] - ls[j] if finite[j + 1] else -np.inf
+                s_j[j] = 1.0 + math.exp(gap) * s_j[j + 1]
+        log_cap = math.log(cap)
+        first = 0
+        for j in range(m + 1):
+            rest = 1.0 - j * cap
+            if rest <= 1e-12 or not finite[j]:
+                break
+            t = math.log(rest) - math.log(s_j[j])  # log of the largest uncapped weight
+            fits = t <= log_cap + 1e-12
+            above = j == 0 or (ls[j - 1] - ls[j]) + t >= log_cap - 1e-12
+            if fits and above:
+                first = j
+                break
+        t_first = math.log(1.0 - first * cap) - math.log(s_j[first])
+        with np.errstate(over="ignore", invalid="ignore"):
+            sorted_out = np.where(
+                np.arange(n) < first, cap, np.exp(np.minimum(ls - ls[first] + t_first, 0.0))
+            )
+        sorted_out = np.minimum(sorted_out, cap)
+        out = np.empty(n)
+        out[order] = sorted_out
+        out = out / out.sum()
+    if kind == "jax":
+        return jnp.asarray(
+            out, dtype=logq.dtype if jnp.issubdtype(logq.dtype, jnp.floating) else None
+        )
+    return _restore(out, logq, kind)
 
 
 # ------------------------------------------------------------------ mini-batch baselines
@@ -390,8 +490,9 @@ def kde_var(losses, alpha: float) -> float:
     ----------
     losses : array, shape [b], float (numpy, JAX or torch); at least 2 distinct values
         Losses of one mini-batch (gradients are not followed: VaR is a constant for the loss).
-    alpha : float in [0, 1)
-        Confidence level.
+    alpha : float in (0, 1)
+        Confidence level. ``alpha = 0`` is refused: $\mathrm{VaR}_0$ of a Gaussian KDE is
+        $-\infty$ (its CDF is positive everywhere), so the surrogate would be infinite.
 
     Returns
     -------
@@ -403,17 +504,17 @@ def kde_var(losses, alpha: float) -> float:
     Raises
     ------
     ValueError
-        If `losses` is not 1-D, empty or not finite; if `alpha` is outside ``[0, 1)``.
+        If `losses` is not 1-D, empty or not finite; if `alpha` is outside ``(0, 1)``.
 
     Notes
     -----
     Source: DR-MAML's ``drloss`` (lvyiqin/DRMAML, spec Sec. 2): VaR from ``gaussian_kde`` and
-    ``brentq`` on its CDF.
+    ``brentq`` on its CDF. The bracket widens until it holds the root (tiny `alpha`).
     """
     from scipy.optimize import brentq
     from scipy.stats import gaussian_kde
 
-    alpha = check_alpha(alpha)
+    alpha = check_kde_alpha(alpha)
     _, _, arr = _check_vector(losses, "losses")
     values = np.asarray(arr, dtype=np.float64)
     if np.unique(values).size < 2:
@@ -425,7 +526,26 @@ def kde_var(losses, alpha: float) -> float:
     def excess(v: float) -> float:
         return float(kde.integrate_box_1d(-np.inf, v)) - alpha
 
+    for _ in range(64):  # widen the bracket below for tiny alpha (F(low) must be < alpha)
+        if excess(low) < 0:
+            break
+        low -= spread
+        spread *= 2.0
+    else:  # pragma: no cover - alpha > 0 is representable far below the data
+        raise ValueError(f"kde_var: no VaR bracket found for alpha={alpha!r}")
+
     return float(brentq(excess, low, high, xtol=1e-12, rtol=1e-12))
+
+
+def check_kde_alpha(alpha) -> float:
+    """:func:`check_alpha` for the KDE VaR, which also refuses ``alpha = 0`` (VaR_0 = -inf)."""
+    alpha = check_alpha(alpha)
+    if alpha == 0.0:
+        raise ValueError(
+            "kde_var needs alpha > 0: VaR_0 of a Gaussian KDE is -inf (its CDF is positive "
+            "everywhere), so the drloss surrogate is infinite; use alpha > 0 or method='erm'"
+        )
+    return alpha
 
 
 def kde_var_loss(batch_losses, alpha: float, var: float | None = None) -> Any:
@@ -436,7 +556,7 @@ def kde_var_loss(batch_losses, alpha: float, var: float | None = None) -> Any:
     batch_losses : array, shape [b], float (numpy, JAX or torch)
         Losses of one mini-batch.
     alpha : float in [0, 1)
-        Confidence level.
+        Confidence level; must be > 0 when `var` is not given (see :func:`kde_var`).
     var : float, optional
         A VaR computed beforehand (e.g. by :func:`kde_var` on the batch's values, so a JAX
         training step can take it as an argument); default: :func:`kde_var` of `batch_losses`.
@@ -456,7 +576,7 @@ def kde_var_loss(batch_losses, alpha: float, var: float | None = None) -> Any:
     code, the $1/(1-\alpha)$ factor and the $+\mathrm{VaR}$ term of the Rockafellar–Uryasev form
     are left out (they change the scale of the gradient, not its direction within a batch).
     """
-    alpha = check_alpha(alpha)
+    alpha = check_alpha(alpha) if var is not None else check_kde_alpha(alpha)
     kind, xp, arr = _check_vector(batch_losses, "batch_losses")
     if var is None:
         var = kde_var(np.asarray(arr), alpha)

@@ -14,6 +14,7 @@ so a task's loss is deterministic and a snapshot evaluates exactly the same poin
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -57,8 +58,9 @@ def make_batch(xc, yc, xt, yt, mask_c=None, mask_t=None) -> TaskBatch:
     ----------
     xc, yc, xt, yt : array_like, shapes [B, Nc, dx], [B, Nc, dy], [B, Nt, dx], [B, Nt, dy]
         Context and target inputs and outputs (finite).
-    mask_c, mask_t : array_like of bool, shapes [B, Nc] and [B, Nt], optional
-        Which points are real; default all.
+    mask_c, mask_t : array_like of bool (or ints 0/1), shapes [B, Nc] and [B, Nt], optional
+        Which points are real; default all. Pad with finite values (zeros), not NaN: padding
+        is masked out of every loss but must still be finite.
 
     Returns
     -------
@@ -74,12 +76,19 @@ def make_batch(xc, yc, xt, yt, mask_c=None, mask_t=None) -> TaskBatch:
 
     arrays = {}
     for name, value in (("xc", xc), ("yc", yc), ("xt", xt), ("yt", yt)):
-        arr = np.asarray(value, dtype=np.float32) if value is not None else None
-        if arr is None or arr.ndim != 3:
-            shape = None if arr is None else arr.shape
+        raw = np.asarray(value) if value is not None else None
+        if raw is None or raw.ndim != 3:
+            shape = None if raw is None else raw.shape
             raise ValueError(f"`{name}` must be 3-D [B, N, d], got shape {shape}")
-        if not np.all(np.isfinite(arr)):
+        if raw.dtype == object or not np.issubdtype(raw.dtype, np.number):
+            raise ValueError(f"`{name}` must hold real numbers, got dtype {raw.dtype}")
+        if not np.all(np.isfinite(raw)):
             raise ValueError(f"`{name}` must be finite (no NaN or inf)")
+        if np.issubdtype(raw.dtype, np.floating) and raw.size and np.abs(raw).max() > 3.4e38:
+            raise ValueError(
+                f"`{name}` overflows float32 (|value| up to {np.abs(raw).max():.3g} > 3.4e38)"
+            )
+        arr = raw.astype(np.float32)
         arrays[name] = arr
     b, nc, dx = arrays["xc"].shape
     nt = arrays["xt"].shape[1]
@@ -102,8 +111,10 @@ def make_batch(xc, yc, xt, yt, mask_c=None, mask_t=None) -> TaskBatch:
     masks = {}
     for name, value, shape in (("mask_c", mask_c, (b, nc)), ("mask_t", mask_t, (b, nt))):
         m = np.ones(shape, bool) if value is None else np.asarray(value)
+        if np.issubdtype(m.dtype, np.integer) and np.all((m == 0) | (m == 1)):
+            m = m.astype(bool)  # 0/1 masks
         if m.dtype != np.bool_:
-            raise ValueError(f"`{name}` must be bool, got dtype {m.dtype}")
+            raise ValueError(f"`{name}` must be bool (or ints 0/1), got dtype {m.dtype}")
         if m.shape != shape:
             raise ValueError(f"`{name}` must have shape {shape}, got {m.shape}")
         masks[name] = m
@@ -133,6 +144,16 @@ class TaskPool:
     ----------
     n_tasks : int
         N.
+    tasks : TaskBatch
+        The stored arrays, shapes [N, ...] (``pool.tasks.yt`` ...). :meth:`batch` is a *method*
+        that gathers some of them: ``pool.batch(np.arange(4))``.
+    groups : ndarray, shape [N], int64
+    group_names : list of str
+
+    Raises
+    ------
+    ValueError
+        If `tasks` holds no task (N = 0) or `groups` is malformed.
     """
 
     def __init__(self, tasks: TaskBatch, groups=None, group_names=None) -> None:
@@ -140,6 +161,8 @@ class TaskPool:
             raise TypeError(f"`tasks` must be a TaskBatch (make_batch), got {type(tasks).__name__}")
         self.tasks = tasks
         self.n_tasks = int(tasks.xc.shape[0])
+        if self.n_tasks == 0:
+            raise ValueError("`tasks` has no tasks (N = 0): a pool needs at least one task")
         groups = np.zeros(self.n_tasks, np.int64) if groups is None else groups
         self.groups = np.asarray(groups)
         self.group_names = ["all"] if group_names is None else [str(g) for g in group_names]
@@ -158,9 +181,22 @@ class TaskPool:
         self.kernel: str | None = None
         self.image_index: np.ndarray | None = None
         self._loss_fn: Any = None
+        self._fingerprint: str | None = None
 
     def __len__(self) -> int:
         return self.n_tasks
+
+    def fingerprint(self) -> str:
+        """A SHA-256 digest (16 hex digits) of the pool's arrays and masks: two pools with the
+        same fingerprint hold the same tasks in the same order (checkpoints store it)."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256()
+            for leaf in self.tasks:
+                arr = np.ascontiguousarray(np.asarray(leaf))
+                digest.update(f"{arr.dtype}{arr.shape}".encode())
+                digest.update(arr.tobytes())
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
 
     def batch(self, task_idx) -> TaskBatch:
         """The tasks `task_idx` (int array [b], JAX-traceable) as a :class:`TaskBatch`."""
@@ -233,7 +269,7 @@ def gp_pool(
     n_points: int = 40,
     context=(3, 14),
     x_range=(-2.0, 2.0),
-    seed=None,
+    seed=0,
 ) -> TaskPool:
     r"""A pool of 1-D GP regression tasks from a mixture of lengthscales (numpy Cholesky).
 
@@ -259,7 +295,9 @@ def gp_pool(
         Inclusive range of the context size.
     x_range : (float, float), default=(-2, 2)
         Input interval.
-    seed : int or numpy Generator, optional
+    seed : int, numpy Generator or None, default=0
+        The same seed gives the same pool (so a checkpoint resumes on it); ``None`` draws a
+        fresh pool from OS entropy.
 
     Returns
     -------
@@ -362,7 +400,7 @@ def digits_pool(
     rare_classes=(0, 8),
     rare_fraction: float = 0.1,
     context=(3, 32),
-    seed=None,
+    seed=0,
     n_tasks: int | None = None,
 ) -> TaskPool:
     r"""Image-completion tasks on scikit-learn's bundled 8x8 digits (real input).
@@ -383,8 +421,9 @@ def digits_pool(
         Their share of the training pool.
     context : (int, int), default=(3, 32)
         Inclusive range of the context size.
-    seed : int or numpy Generator, optional
-        Draws the training images and every task's context.
+    seed : int, numpy Generator or None, default=0
+        Draws the training images and every task's context: the same seed gives the same pool
+        (so a checkpoint resumes on it); ``None`` draws a fresh pool from OS entropy.
     n_tasks : int, optional
         Training pool size (default 512); for ``"test"`` a class-balanced subset of the 500.
 

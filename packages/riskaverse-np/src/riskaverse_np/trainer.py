@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import os
+import signal
+import threading
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from flax import nnx, serialization
 from icml25_core import check_choice, check_scalar
 
 from .mirror_prox import MirrorProxCVaR, _split, tree_from_leaves, tree_to_leaves
-from .risk import check_alpha, cvar, kde_var, topk_cvar_loss
+from .risk import check_alpha, check_kde_alpha, cvar, kde_var, topk_cvar_loss
 from .tasks import TaskPool
 
 __all__ = ["METHODS", "RiskAverseTrainer", "evaluate_model"]
@@ -74,6 +76,11 @@ def _check_model_fits(model, pool: TaskPool) -> None:
         ) from error
     if probe.shape != (1,):
         raise ValueError(f"`model`.task_loss must return [B]; got shape {probe.shape} for B=1")
+    if not np.issubdtype(probe.dtype, np.floating):
+        raise TypeError(
+            f"`model`.task_loss must return floating losses, got dtype {probe.dtype} "
+            "(integer losses have zero gradient)"
+        )
 
 
 def evaluate_model(model, pool: TaskPool, alpha: float = 0.7, chunk: int = 512) -> dict:
@@ -143,14 +150,19 @@ class RiskAverseTrainer:
         Confidence level of the CVaR (tail = worst 30 %) [reconstructed default, spec Sec. 3].
     method : {"mirror_prox", "erm", "topk_cvar", "kde_var", "worst"}, default="mirror_prox"
     grad_budget : int >= 1, default=24000
-        Per-task gradient evaluations (spec Sec. 3's CLI default).
+        Per-task gradient evaluations (spec Sec. 3's CLI default). The minimum is one step: b
+        for the baselines, ``2 b + N`` for ``mirror_prox`` (one snapshot of the N tasks and two
+        batches; ``2 N`` with ``tasks_per_step=None``).
     seed : int >= 0, default=0
-        Task draws (``numpy.random.default_rng((seed, step))``) and point keys.
+        Task draws (baselines: ``numpy.random.default_rng((seed, step))``; mirror prox:
+        ``default_rng((seed, step, phase))``) and point keys.
     checkpoint : str or path, optional
-        File written every `checkpoint_every` steps and at the end; :meth:`fit` resumes from it
-        when it exists (same settings required).
-    tasks_per_step : int >= 1, default=16
-        b.
+        File written every `checkpoint_every` steps, at the end and on Ctrl-C (after the step
+        in progress). When it exists it is loaded **on construction** (same settings and the
+        same pool, by :meth:`TaskPool.fingerprint`, required) and :meth:`fit` continues it.
+    tasks_per_step : int >= 1 or None, default=16
+        b; ``None``: the full pool every step (deterministic mirror prox; the baselines see all
+        N tasks per step).
     lr : float > 0, default=1e-3
         Adam's learning rate (all methods).
     eta_p, inner_steps, mix_uniform, theta_vr, aggregate, average_start
@@ -160,7 +172,8 @@ class RiskAverseTrainer:
     progress : bool, default=True
         tqdm bar on stderr.
     mesh : jax.sharding.Mesh, optional
-        Data parallelism for ``mirror_prox`` (see :class:`~riskaverse_np.MirrorProxCVaR`).
+        Data parallelism for ``mirror_prox`` (see :class:`~riskaverse_np.MirrorProxCVaR`);
+        refused for the other methods (they run on JAX's default device).
 
     Attributes
     ----------
@@ -172,7 +185,9 @@ class RiskAverseTrainer:
     Raises
     ------
     ValueError
-        Naming the argument (out-of-range numbers, unknown method, a budget below one step).
+        Naming the argument (out-of-range numbers, unknown method, a budget below one step,
+        ``alpha = 0`` with ``kde_var``, `checkpoint` a directory); if `checkpoint` exists but is
+        corrupt or was written with other settings or another pool.
     TypeError
         If `pool` is not a TaskPool.
     """
@@ -187,7 +202,7 @@ class RiskAverseTrainer:
         seed: int = 0,
         checkpoint=None,
         *,
-        tasks_per_step: int = 16,
+        tasks_per_step: int | None = 16,
         lr: float = 1e-3,
         eta_p: float = 0.05,
         inner_steps: int = 64,
@@ -205,13 +220,23 @@ class RiskAverseTrainer:
             raise TypeError(f"`model` must be a flax.nnx.Module, got {type(model).__name__}")
         self.alpha = check_alpha(alpha)
         check_choice(method, "method", METHODS)
+        if method == "kde_var":
+            check_kde_alpha(alpha)
+        if mesh is not None and method != "mirror_prox":
+            raise ValueError(
+                f"`mesh` is only used by method='mirror_prox'; {method!r} runs on the default "
+                "device (pass mesh=None)"
+            )
         check_scalar(grad_budget, "grad_budget", kind=int, low=1)
         check_scalar(seed, "seed", kind=int, low=0)
-        check_scalar(tasks_per_step, "tasks_per_step", kind=int, low=1, high=pool.n_tasks)
+        if tasks_per_step is not None:
+            check_scalar(tasks_per_step, "tasks_per_step", kind=int, low=1, high=pool.n_tasks)
         check_scalar(checkpoint_every, "checkpoint_every", kind=int, low=1)
         check_scalar(inner_steps, "inner_steps", kind=int, low=1)
         if checkpoint is not None and not isinstance(checkpoint, str | os.PathLike):
             raise TypeError(f"`checkpoint` must be a path, got {type(checkpoint).__name__}")
+        if checkpoint is not None and Path(checkpoint).is_dir():
+            raise ValueError(f"`checkpoint` {str(checkpoint)!r} is a directory, not a file path")
         _check_model_fits(model, pool)
         self.model, self.pool, self.method = model, pool, method
         self.grad_budget, self.seed = grad_budget, seed
@@ -219,20 +244,28 @@ class RiskAverseTrainer:
         self.tasks_per_step, self.lr = tasks_per_step, float(lr)
         self.checkpoint_every, self.progress = checkpoint_every, progress
         self.loss_fn = pool.loss_fn()
-        b, n = tasks_per_step, pool.n_tasks
-        if method == "mirror_prox":
+        n = pool.n_tasks
+        b = n if tasks_per_step is None else tasks_per_step
+        if method == "mirror_prox" and tasks_per_step is None:  # full batch: no snapshots
+            per_step = 2 * n * (2 if theta_vr else 1)
+            steps, minimum = grad_budget // per_step, per_step
+        elif method == "mirror_prox":
             per_step = 2 * b * (2 if theta_vr else 1)  # ℓ̃ reused: all points of each task
             steps = self._mp_steps(grad_budget, per_step, n, inner_steps)
+            minimum = per_step + n
         else:
-            steps = grad_budget // b
+            steps, minimum = grad_budget // b, b
         if steps < 1:
-            raise ValueError(f"`grad_budget`={grad_budget} does not pay for one step of {method}")
+            raise ValueError(
+                f"`grad_budget`={grad_budget} does not pay for one step of {method}: the minimum "
+                f"is {minimum} with {n} tasks and tasks_per_step={tasks_per_step}"
+            )
         self.total_steps = steps
         self.config = {
             "method": method, "alpha": self.alpha, "grad_budget": grad_budget, "seed": seed,
-            "tasks_per_step": b, "lr": self.lr, "n_tasks": n, "eta_p": eta_p,
+            "tasks_per_step": tasks_per_step, "lr": self.lr, "n_tasks": n, "eta_p": eta_p,
             "inner_steps": inner_steps, "mix_uniform": mix_uniform, "theta_vr": theta_vr,
-            "aggregate": aggregate, "average_start": average_start,
+            "aggregate": aggregate, "average_start": average_start, "pool": pool.fingerprint(),
         }  # fmt: skip
         self.history: dict[str, list] = {"step": [], "grad_evals": [], "batch_loss": []}
         self.step = 0
@@ -241,7 +274,7 @@ class RiskAverseTrainer:
         if method == "mirror_prox":
             self.mp = MirrorProxCVaR(
                 model, n, self.alpha, lr=lr, eta_p=eta_p, step_rule="adam",
-                inner_steps=inner_steps, tasks_per_step=b, mix_uniform=mix_uniform,
+                inner_steps=inner_steps, tasks_per_step=tasks_per_step, mix_uniform=mix_uniform,
                 theta_vr=theta_vr, aggregate=aggregate, average_start=average_start,
                 total_steps=steps, resample_snapshot=False, seed=seed, mesh=mesh,
             )  # fmt: skip
@@ -249,6 +282,9 @@ class RiskAverseTrainer:
             self.graphdef, self.params, self.other = _split(model)
             self.optimizer = optax.adam(self.lr)
             self.opt_state = self.optimizer.init(self.params)
+        self._batch = b
+        if self.checkpoint is not None and self.checkpoint.is_file():
+            self.restore()  # resume (or reuse a finished run) from construction on
 
     @staticmethod
     def _mp_steps(budget: int, per_step: int, n: int, inner: int) -> int:
@@ -286,7 +322,13 @@ class RiskAverseTrainer:
         saved = {k: state["config"].get(k) for k in self.config}
         if saved != self.config:
             diff = {k: (saved[k], v) for k, v in self.config.items() if saved[k] != v}
-            raise ValueError(f"checkpoint settings differ (saved, now): {diff}")
+            hint = (
+                " ('pool' is a fingerprint of the task arrays: the pool differs from the one "
+                "the checkpoint was trained on; gp_pool/digits_pool need the same seed)"
+                if "pool" in diff
+                else ""
+            )
+            raise ValueError(f"checkpoint settings differ (saved, now): {diff}{hint}")
         self.step, self.grad_evals = int(state["step"]), int(state["grad_evals"])
         self.history = {k: list(v) for k, v in state["history"].items()}
         if self.mp is not None:
@@ -308,11 +350,33 @@ class RiskAverseTrainer:
         return target
 
     def restore(self, path=None) -> None:
-        """Load a checkpoint written by :meth:`save`."""
+        """Load a checkpoint written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError
+            If the file is missing, corrupt or not a riskaverse-np checkpoint (naming it), or was
+            written with other settings.
+        """
         source = Path(path) if path is not None else self.checkpoint
         if source is None or not source.is_file():
             raise ValueError(f"`path` {str(source)!r} is not a checkpoint file")
-        self.load_state_dict(serialization.msgpack_restore(source.read_bytes()))
+        try:
+            state = serialization.msgpack_restore(source.read_bytes())
+            if not isinstance(state, dict) or not isinstance(state.get("config"), dict):
+                raise ValueError("no 'config' entry")
+        except Exception as error:
+            raise ValueError(
+                f"checkpoint {str(source)!r} is corrupt or not a riskaverse-np checkpoint "
+                f"({type(error).__name__}: {error}); delete or rename it to start afresh"
+            ) from error
+        try:
+            self.load_state_dict(state)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(
+                f"checkpoint {str(source)!r} is corrupt or not a riskaverse-np checkpoint "
+                f"(missing or malformed entry: {error}); delete or rename it to start afresh"
+            ) from error
 
     # ----------------------------------------------------------------------- train
     def fit(self, max_steps: int | None = None) -> dict:
@@ -320,7 +384,7 @@ class RiskAverseTrainer:
 
         Parameters
         ----------
-        max_steps : int, optional
+        max_steps : int >= 0, optional
             Stop after this many steps of this call (the checkpoint is written): for testing
             an interruption.
 
@@ -328,14 +392,49 @@ class RiskAverseTrainer:
         -------
         dict
             The history (``step``, ``grad_evals``, ``batch_loss``).
-        """
-        from tqdm.auto import tqdm
 
+        Raises
+        ------
+        FloatingPointError
+            At the first step whose batch has a non-finite loss (naming the step and method);
+            the diverged state is not checkpointed.
+        KeyboardInterrupt
+            On Ctrl-C, after finishing the step in progress and writing the checkpoint (with a
+            `checkpoint`; a second Ctrl-C stops at once).
+        """
+        if max_steps is not None:
+            check_scalar(max_steps, "max_steps", kind=int, low=0)
         if self.checkpoint is not None and self.checkpoint.is_file() and self.step == 0:
             self.restore()
         stop = (
             self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
         )
+        interrupted: list[bool] = []
+        previous_handler = None
+        if self.checkpoint is not None and threading.current_thread() is threading.main_thread():
+
+            def on_sigint(signum, frame):
+                if interrupted:  # a second Ctrl-C stops at once, without a checkpoint
+                    raise KeyboardInterrupt
+                interrupted.append(True)
+
+            previous_handler = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            self._loop(stop, interrupted)
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGINT, previous_handler)
+        if interrupted:
+            raise KeyboardInterrupt(
+                f"interrupted at step {self.step}; checkpoint written to {str(self.checkpoint)!r}"
+            )
+        if self.mp is None:
+            nnx.update(self.model, self.params)
+        return self.history
+
+    def _loop(self, stop: int, interrupted: list) -> None:
+        from tqdm.auto import tqdm
+
         bar = tqdm(
             total=self.total_steps, initial=self.step, desc=self.method, disable=not self.progress,
             leave=False, unit="step",
@@ -352,32 +451,47 @@ class RiskAverseTrainer:
                 if self.checkpoint is not None and self.step % self.checkpoint_every == 0:
                     self.save()
                 bar.update(1)
+                if interrupted:
+                    break
         if self.checkpoint is not None:
             self.save()
-        if self.mp is None:
-            nnx.update(self.model, self.params)
-        return self.history
+
+    def _non_finite(self) -> FloatingPointError:
+        return FloatingPointError(
+            f"{self.method}: the model's task losses are not finite at step {self.step} "
+            "(diverged? lower `lr`; NaN in the model or the data?); nothing of this step was "
+            "checkpointed"
+        )
 
     def _one_step(self) -> float:
         if self.mp is not None:
-            info = self.mp.step(self.loss_fn)
+            try:
+                info = self.mp.step(self.loss_fn)
+            except FloatingPointError as error:
+                raise FloatingPointError(f"mirror_prox: {error}") from error
             self.grad_evals = self.mp.grad_evals
             return info["batch_loss"]
         rng = np.random.default_rng((self.seed, self.step))
-        idx = jnp.asarray(rng.choice(self.pool.n_tasks, self.tasks_per_step, replace=False))
+        idx = jnp.asarray(rng.choice(self.pool.n_tasks, self._batch, replace=False))
         key = jax.random.fold_in(jax.random.PRNGKey(self.seed), self.step)
         var = 0.0
         if self.method == "kde_var":  # VaR from the batch's current losses (forward only)
             values = np.asarray(
                 _forward(self.loss_fn, self.graphdef, self.params, self.other, idx, key)
             )
+            if not np.all(np.isfinite(values)):
+                raise self._non_finite()
             var = kde_var(values, self.alpha)
-        self.params, self.opt_state, losses = _baseline_step(
+        params, opt_state, losses = _baseline_step(
             self.loss_fn, self.graphdef, self.optimizer, _reducer(self.method, self.alpha),
             self.params, self.other, self.opt_state, idx, key, jnp.float32(var),
         )  # fmt: skip
-        self.grad_evals += self.tasks_per_step
-        return float(jnp.mean(losses))
+        values = np.asarray(losses)
+        if not np.all(np.isfinite(values)):
+            raise self._non_finite()
+        self.params, self.opt_state = params, opt_state
+        self.grad_evals += self._batch
+        return float(np.mean(values))
 
     # ---------------------------------------------------------------------- outputs
     def final_model(self):
