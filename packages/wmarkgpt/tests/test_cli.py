@@ -100,3 +100,41 @@ def test_tiny_reproduce_writes_the_report(tmp_path):
     assert len(data["claims"]) == 5
     assert [c["verdict"] for c in data["claims"][:3]] == ["reproduced"] * 3
     assert (tmp_path / "wmarkgpt.png").stat().st_size > 0
+
+
+def test_eval_official_refuses_files_and_eval_prints_n(tmp_path, run_main):
+    result = run_main(main, "eval", "--official", "a.json", "b.json")
+    assert result.code == 2
+    assert "takes no PRED" in result.err
+    gt = [
+        {
+            "image": "a.png",
+            "visibility": "faint",
+            "conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "faint"}],
+        }
+    ]
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    result = run_main(main, "eval", str(tmp_path / "gt.json"), str(tmp_path / "gt.json"))
+    assert result.code == 0, result.err
+    header, row = result.out.splitlines()[1:3]
+    assert header.split()[1] == "n"
+    assert row.split()[1] == "1"
+
+
+def test_make_invisible_takes_gt_scores(tmp_path, run_main):
+    pytest.importorskip("imwatermark")
+    from skimage import data
+
+    (tmp_path / "covers").mkdir()
+    Image.fromarray(data.astronaut()[:256, :256]).save(tmp_path / "covers" / "astro.png")
+    (tmp_path / "scores.json").write_text("[4.2]")
+    args = ["make-invisible", "--covers", str(tmp_path / "covers"), "--n", "1", "--quiet"]
+    args += ["--methods", "dwtDctSvd", "--out", str(tmp_path / "o")]
+    result = run_main(main, *args, "--gt-scores", str(tmp_path / "scores.json"))
+    assert result.code == 0, result.err
+    (record,) = json.loads((tmp_path / "o" / "index.json").read_text())
+    assert record["visibility"] == "invisible"
+    assert record["conversations"][0]["from"] == "human"
+    result = run_main(main, *args, "--gt-scores", str(tmp_path / "missing.json"))
+    assert result.code == 2
+    assert "--gt-scores" in result.err

@@ -2,6 +2,7 @@
 reruns resume, the index is complete; records carry the paper's fields."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -146,6 +147,9 @@ def test_invisible_builder(tmp_path):
     assert r["psnr"] > 30
     assert r["visibility"] == "invisible"
     assert r["gt_score"] == 4.2
+    answer = r["conversations"][1]["value"]
+    assert "invisibly" in answer
+    assert "oriented" not in answer  # no logo: no orientation or edge to describe
 
 
 @pytest.mark.parametrize(
@@ -182,7 +186,9 @@ def test_builders_refuse_bad_input(tmp_path, kwargs, match):
     [
         ({"methods": ("lsb",)}, "methods"),
         ({"attacks": ("blur",)}, "attacks"),
-        ({"gt_scores": [9.0]}, "`s`"),
+        ({"gt_scores": [9.0]}, r"`gt_scores`\[0\]: must be in \[0, 5\]"),
+        ({"gt_scores": [float("nan")]}, r"`gt_scores`\[0\]: must not be NaN"),
+        ({"methods": "dwtDctSvd"}, "not a str"),
         ({"gt_scores": [1.0, 2.0]}, "gt_scores"),
     ],
 )
@@ -192,14 +198,52 @@ def test_invisible_builder_refuses_bad_input(tmp_path, kwargs, match):
         build_invisible(_covers(1), 1, tmp_path, seed=0, progress=False, **kwargs)
 
 
+def test_invisible_builder_names_a_too_small_cover_file(tmp_path):
+    pytest.importorskip("imwatermark")
+    Image.fromarray(np.zeros((64, 64, 3), np.uint8)).save(tmp_path / "small.png")
+    with pytest.raises(ValueError, match=r"small\.png"):
+        build_invisible([tmp_path / "small.png"], 1, tmp_path / "o", seed=0, progress=False)
+
+
 def test_resume_refuses_other_settings(tmp_path):
     build_synthetic(_covers(), _logos(), 3, tmp_path, seed=1, size=40, progress=False)
-    with pytest.raises(ValueError, match="other inputs or settings"):
+    with pytest.raises(ValueError, match=r"other inputs or settings \(differs in: seed"):
         build_synthetic(_covers(), _logos(), 3, tmp_path, seed=2, size=40, progress=False)
-    with pytest.raises(ValueError, match="other inputs or settings"):
+    with pytest.raises(ValueError, match=r"other inputs or settings \(differs in: format"):
         build_synthetic(
             _covers(), _logos(), 3, tmp_path, seed=1, size=40, format="sharegpt", progress=False
         )
+
+
+def test_objects_outside_the_cover_and_rounded_away_weights_are_reported(tmp_path):
+    objects = {"c0": [("big", (0, 0, 1000, 1000))]}
+    with pytest.raises(ValueError, match="outside the 40x40 cover 'c0'"):
+        build_synthetic(
+            _covers(), _logos(), 1, tmp_path / "a", seed=0, size=40, objects=objects, progress=False
+        )
+    with pytest.warns(UserWarning, match="no watermark"):
+        build_synthetic(
+            _covers(),
+            _logos(),
+            1,
+            tmp_path / "b",
+            seed=0,
+            size=40,
+            weight_range=(0.001, 0.004),
+            progress=False,
+        )
+
+
+def test_resume_extends_n_and_refuses_a_smaller_n(tmp_path):
+    build_synthetic(_covers(), _logos(), 3, tmp_path / "a", seed=1, size=40, progress=False)
+    more = build_synthetic(_covers(), _logos(), 5, tmp_path / "a", seed=1, size=40, progress=False)
+    direct = build_synthetic(
+        _covers(), _logos(), 5, tmp_path / "b", seed=1, size=40, progress=False
+    )
+    assert more == direct
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    with pytest.raises(ValueError, match="n = 5 there, 4 now"):
+        build_synthetic(_covers(), _logos(), 4, tmp_path / "a", seed=1, size=40, progress=False)
 
 
 def test_sharegpt_records_evaluate_like_llava(tmp_path):
@@ -210,3 +254,181 @@ def test_sharegpt_records_evaluate_like_llava(tmp_path):
         _covers(), _logos(), 3, tmp_path / "b", seed=1, size=40, format="sharegpt", progress=False
     )
     assert evaluate(share, llava).as_dict() == evaluate(llava, llava).as_dict()
+
+
+# --- trial 21: flips, COCO sizes, resume checks, 16-bit covers, COCO errors, cancelling ---
+
+
+def test_augment_flips_the_object_boxes_with_the_cover(tmp_path):
+    cover = np.full((48, 48, 3), 40, np.uint8)
+    cover[:, :10] = 250  # a bright object on the left
+    objects = {"c": [("stripe", (0, 0, 10, 48))]}
+    logo = Logo(np.full((6, 6, 3), 128, np.uint8), np.ones((6, 6), bool), "grey")
+    records = build_position(
+        [("c", cover)],
+        [logo],
+        6,
+        tmp_path,
+        seed=0,
+        size=None,
+        objects=objects,
+        augment=True,
+        weight_range=(0, 0),
+        progress=False,
+    )
+    flips = set()
+    for r in records:
+        bright = np.asarray(Image.open(tmp_path / r["image"]))[..., 0].mean(0) > 200
+        cols = np.flatnonzero(bright)
+        ((_, (x0, _, x1, _)),) = r["objects"]
+        assert (x0, x1) == (cols.min(), cols.max() + 1)
+        flips.add(x0 > 0)
+    assert flips == {True, False}  # both cases met
+
+
+def _coco(tmp_path, width=200, height=100):
+    coco = {
+        "images": [
+            {"id": 1, "file_name": "big.png", "width": width, "height": height},
+            {"id": 2, "file_name": "small.png", "width": width, "height": height},
+        ],
+        "annotations": [
+            {
+                "id": 5,
+                "image_id": i,
+                "category_id": 1,
+                "bbox": [0.25 * width, 0.25 * height, 0.5 * width, 0.5 * height],
+            }
+            for i in (1, 2)
+        ],
+        "categories": [{"id": 1, "name": "thing"}],
+    }
+    path = tmp_path / "coco.json"
+    path.write_text(json.dumps(coco))
+    return path, coco
+
+
+def test_coco_boxes_follow_each_covers_own_size_and_objects_take_file_names(tmp_path):
+    (tmp_path / "covers").mkdir()
+    rng = np.random.default_rng(0)
+    paths = []
+    for name, (h, w) in (("big", (80, 120)), ("small", (40, 48))):
+        paths.append(tmp_path / "covers" / f"{name}.png")
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(paths[-1])
+    coco, _ = _coco(tmp_path)
+    logo = Logo(np.full((6, 6, 3), 128, np.uint8), np.ones((6, 6), bool), "grey")
+    records = build_synthetic(
+        paths, [logo], 2, tmp_path / "a", seed=0, size=None, coco_json=coco, progress=False
+    )
+    assert records[0]["objects"] == [["thing", [30.0, 20.0, 90.0, 60.0]]]
+    assert records[1]["objects"] == [["thing", [12.0, 10.0, 36.0, 30.0]]]
+    assert load_coco_objects(coco, size=None)["big.png"] == [("thing", (50.0, 25.0, 150.0, 75.0))]
+    # load_coco_objects' keys (file names) are usable as `objects=`
+    objs = load_coco_objects(coco, 32)
+    again = build_synthetic(
+        paths, [logo], 2, tmp_path / "b", seed=0, size=32, objects=objs, progress=False
+    )
+    assert again[0]["objects"] == [["thing", [8.0, 8.0, 24.0, 24.0]]]
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda c: c["annotations"][0].update(category_id=99), "category_id 99"),
+        (lambda c: c["annotations"][0].update(image_id=42), "image_id 42"),
+        (lambda c: c["annotations"][0].update(bbox=[float("nan"), 1, 2, 3]), "non-finite"),
+        (lambda c: c["images"][0].update(width=0), "size"),
+    ],
+)
+def test_coco_input_errors_are_clear(tmp_path, change, match):
+    path, coco = _coco(tmp_path)
+    change(coco)
+    path.write_text(json.dumps(coco))
+    with pytest.raises(ValueError, match=match):
+        load_coco_objects(path)
+
+
+def test_coco_size_must_be_positive(tmp_path):
+    path, _ = _coco(tmp_path)
+    with pytest.raises(ValueError, match="size"):
+        load_coco_objects(path, size=0)
+
+
+def test_resume_remakes_missing_truncated_and_corrupt_items(tmp_path):
+    records = build_synthetic(_covers(), _logos(), 4, tmp_path, seed=3, size=40, progress=False)
+    before = _files(tmp_path)
+    (tmp_path / records[0]["image"]).unlink()
+    (tmp_path / records[1]["image"]).write_bytes(before[Path(records[1]["image"]).name][:100])
+    (tmp_path / "records" / "000002.json").write_text('{"x":')
+    with pytest.warns(UserWarning, match="made again") as caught:
+        again = build_synthetic(_covers(), _logos(), 4, tmp_path, seed=3, size=40, progress=False)
+    text = " ".join(str(w.message) for w in caught)
+    assert "000002.json is corrupt" in text
+    assert records[0]["image"] in text
+    assert again == records
+    assert _files(tmp_path) == before
+    assert json.loads((tmp_path / "index.json").read_text()) == records
+
+
+def test_resume_refuses_a_changed_cover_file_and_names_a_corrupt_stamp(tmp_path):
+    path = tmp_path / "c.png"
+    Image.fromarray(np.full((40, 40, 3), 90, np.uint8)).save(path)
+    build_synthetic([path], _logos(), 2, tmp_path / "o", seed=0, size=32, progress=False)
+    Image.fromarray(np.full((40, 40, 3), 200, np.uint8)).save(path)  # same path, new content
+    with pytest.raises(ValueError, match="other inputs"):
+        build_synthetic([path], _logos(), 2, tmp_path / "o", seed=0, size=32, progress=False)
+    (tmp_path / "o" / "build.json").write_text("{")
+    with pytest.raises(ValueError, match=r"build\.json is corrupt"):
+        build_synthetic([path], _logos(), 2, tmp_path / "o", seed=0, size=32, progress=False)
+
+
+def test_16_bit_covers_are_scaled_and_32_bit_refused(tmp_path):
+    gray = np.linspace(0, 65535, 48 * 40).reshape(40, 48).astype(np.uint16)
+    Image.fromarray(gray).save(tmp_path / "g16.png")
+    assert Image.open(tmp_path / "g16.png").mode.startswith("I;16")
+    logo = Logo(np.full((4, 4, 3), 128, np.uint8), np.ones((4, 4), bool), "grey")
+    (r,) = build_synthetic(
+        [tmp_path / "g16.png"],
+        [logo],
+        1,
+        tmp_path / "o",
+        seed=0,
+        size=None,
+        weight_range=(0, 0),
+        progress=False,
+    )
+    stego = np.asarray(Image.open(tmp_path / "o" / r["image"]))
+    assert abs(stego.mean() - (gray >> 8).mean()) < 0.5
+    (tmp_path / "t.png").write_text("not an image")
+    with pytest.raises(ValueError, match=r"t\.png is not a readable image"):
+        build_synthetic([tmp_path / "t.png"], [logo], 1, tmp_path / "q", seed=0, progress=False)
+    Image.fromarray(gray.astype(np.float32)).save(tmp_path / "f.tif")
+    with pytest.raises(ValueError, match="32-bit"):
+        build_synthetic(
+            [tmp_path / "f.tif"], [logo], 1, tmp_path / "p", seed=0, size=None, progress=False
+        )
+
+
+def _fail_first(path, objects, wm_box, level):
+    if "-000000_" in Path(path).name:
+        raise RuntimeError("boom")
+    import time
+
+    time.sleep(0.05)
+    return "text"
+
+
+def test_a_failed_item_cancels_the_pending_ones(tmp_path):
+    with pytest.raises(RuntimeError, match="boom"):
+        build_synthetic(
+            _covers(),
+            _logos(),
+            40,
+            tmp_path,
+            seed=0,
+            size=32,
+            workers=2,
+            describer=_fail_first,
+            progress=False,
+        )
+    assert len(list((tmp_path / "images").iterdir())) < 20

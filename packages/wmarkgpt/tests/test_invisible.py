@@ -89,8 +89,23 @@ def test_attack_shapes(cover):
         (lambda c: resize_attack(c, 0), "scale"),
         (lambda c: crop_attack(c, 1.5), "keep"),
         (lambda c: bit_accuracy([1, 0], [1]), "bits"),
+        (lambda c: bit_accuracy([2, 0], [1, 0]), "decoded"),
     ],
 )
 def test_invisible_refuses_bad_input(cover, call, match):
+    with pytest.raises(ValueError, match=match):
+        call(cover)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda c: embed_invisible(c, np.resize(BITS, 1281), "dwtDctSvd"), "capacity of 1280"),
+        (lambda c: decode_invisible(c, 1281, "dwtDct"), "capacity"),
+        (lambda c: embed_invisible(c, BITS, "dwtDct", scales=[36]), "scales"),
+        (lambda c: embed_invisible(c, BITS, "dwtDct", scales=[0, float("nan"), 36]), "scales"),
+    ],
+)
+def test_capacity_and_scales_are_checked(cover, call, match):
     with pytest.raises(ValueError, match=match):
         call(cover)

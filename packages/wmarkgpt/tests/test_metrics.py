@@ -12,6 +12,7 @@ import pytest
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
 from wmarkgpt import (
     OFFICIAL_MODELS,
+    VISIBILITY_LEVELS,
     bleu,
     clean_text,
     evaluate,
@@ -22,6 +23,7 @@ from wmarkgpt import (
     official_file,
     official_strip,
     plcc,
+    position_accuracy,
     rouge_l,
     srcc,
     visibility_accuracy,
@@ -309,6 +311,14 @@ def test_level_token_ids_refuse_colliding_first_subtokens():
         (lambda: level_token_ids(lambda t: {"input_ids": [0]}, compat="x"), ValueError, "compat"),
         (lambda: official_file("answers"), ValueError, "model"),
         (lambda: official_file("answers", "gpt-5"), ValueError, "model"),
+        (lambda: official_file("test", "wmarkgpt-7b"), ValueError, "only for kinds"),
+        (
+            lambda: evaluate_qscore(
+                {"a": {"gt_score": 1.0, "logits": dict.fromkeys(VISIBILITY_LEVELS, 0)}}
+            ),
+            ValueError,
+            "`qscore_json` holds 1 record",
+        ),
     ],
 )
 def test_metrics_refuse_bad_input(call, error, match):
@@ -329,3 +339,69 @@ def test_evaluate_names_a_missing_prediction():
     t = evaluate(gt, gt)
     assert math.isclose(t.bleu1, 1.0)
     assert t.acc == 1.0
+
+
+def _gt(image="a.png", level="faint"):
+    text = f"A logo. The watermark visibility is: {level}."
+    return {
+        "image": image,
+        "visibility": level,
+        "conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": text}],
+    }
+
+
+def test_evaluate_refuses_duplicate_images_naming_them():
+    with pytest.raises(ValueError, match=r"`pred_json` has two records for image 'a\.png'"):
+        evaluate([_gt(), _gt(level="obvious")], [_gt()])
+    with pytest.raises(ValueError, match=r"`gt_json` has two records for image 'a\.png'"):
+        evaluate([_gt()], [_gt(), _gt()])
+
+
+@pytest.mark.parametrize(
+    ("field", "acc"),
+    [
+        ("faint.", 1.0),
+        (" Faint ", 1.0),
+        ("The watermark visibility is: faint", 1.0),
+        ("", 1.0),  # falls back to the answer, as None does
+        (None, 1.0),
+        ("obvious!", 0.0),
+    ],
+)
+def test_evaluate_normalises_the_visibility_field(field, acc):
+    pred = dict(_gt(), visibility=field)
+    assert evaluate([pred], [_gt()]).acc == acc
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: evaluate([dict(_gt(), visibility=float("nan"))], [_gt()]), "visibility nan"),
+        (lambda: evaluate([_gt()], [dict(_gt(), visibility="meh")]), "'meh', not one of"),
+        (lambda: visibility_accuracy([float("nan")], ["faint"]), r"`preds`\[0\]"),
+        (lambda: visibility_accuracy(["faint"], [None]), r"`gts`\[0\]"),
+        (lambda: visibility_accuracy(["meh"], ["meh"]), r"`gts`\[0\]"),
+    ],
+)
+def test_bad_level_values_are_refused_naming_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_level_token_ids_refuse_a_word_missing_from_the_vocabulary():
+    words = ["The", "watermark", "visibility", "is:", "invisible", "faint", "moderate", "obvious"]
+    with pytest.raises(ValueError, match="'visible' to the unknown token"):
+        level_token_ids(_word_tokenizer(words), "The watermark visibility is: ")
+
+
+def test_position_accuracy_matches_by_id():
+    def rec(i, answer):
+        turns = [{"from": "human", "value": "q"}, {"from": "gpt", "value": answer}]
+        return {"id": i, "image": "a.png", "conversations": turns}
+
+    gt = [rec("a-q0", "Middle-left"), rec("a-q1", "Top-right")]  # one image, two questions
+    assert position_accuracy([rec("a-q1", "top-right."), rec("a-q0", "Center")], gt) == 0.5
+    with pytest.raises(ValueError, match="no answer for id 'a-q1'"):
+        position_accuracy([rec("a-q0", "Center")], gt)
+    with pytest.raises(ValueError, match="position_accuracy"):
+        evaluate(gt[:1], gt[:1])

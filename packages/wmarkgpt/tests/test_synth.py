@@ -7,6 +7,7 @@ from wmarkgpt import (
     RandomLogoWatermark,
     blend_logo,
     logo_box_from_mask,
+    mask_from_gray,
     prepare_logo,
     scale_box,
 )
@@ -163,3 +164,46 @@ def test_blend_refuses_bad_input(kwargs, match):
 def test_logo_helpers_refuse_bad_input(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_random_logo_transform_refuses_float_tensors_outside_0_1_and_scales_16_bit():
+    import torch
+    from PIL import Image
+
+    cover, logo, mask = _case(2)
+    t = RandomLogoWatermark([Logo(logo, mask, "rand")], seed=0)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        t(torch.from_numpy(cover).permute(2, 0, 1).float())  # 0..255 floats
+    with pytest.raises(ValueError, match="NaN"):
+        t(torch.full((3, 40, 40), float("nan")))
+    gray = (cover[..., 0].astype(np.uint16) * 257).astype(np.uint16)
+    out = np.asarray(t(Image.fromarray(gray)))  # mode I;16
+    assert abs(out.mean() - cover[..., 0].mean()) < 3
+    with pytest.raises(ValueError, match="32-bit"):
+        t(Image.fromarray(gray.astype(np.float32)))
+
+
+def test_mask_from_gray_refuses_unit_floats_and_prepare_logo_takes_an_int_size():
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        mask_from_gray(np.full((4, 4), 0.5))
+    rgba = np.zeros((20, 30, 4), np.uint8)
+    rgba[5:15, 5:25] = 255
+    assert prepare_logo(rgba, size=40).mask.shape == prepare_logo(rgba, size=(40, 40)).mask.shape
+
+
+def test_random_logo_transform_keeps_types_and_blend_refuses_fractional_xy():
+    import torch
+    from PIL import Image
+
+    cover, logo, mask = _case(3)
+    t = RandomLogoWatermark([Logo(logo, mask, "rand")], seed=0)
+    chw = torch.from_numpy(cover).permute(2, 0, 1).to(torch.float64) / 255
+    assert t(chw).dtype == torch.float64
+    assert isinstance(t(cover), np.ndarray)
+    assert t(Image.fromarray(cover[..., 0])).mode == "L"
+    rgba = np.dstack([cover, np.full(cover.shape[:2], 77, np.uint8)])
+    out = t(Image.fromarray(rgba))
+    assert out.mode == "RGBA"
+    assert (np.asarray(out)[..., 3] == 77).all()
+    with pytest.raises(ValueError, match="integer"):
+        blend_logo(cover, logo, mask, weight=0.1, xy=(1.5, 0))

@@ -107,6 +107,9 @@ def test_lora_stage_trains_adapters_and_projector_only(tiny, tmp_path):
     assert all("lora_" in n or "multi_modal_projector" in n for n in trained)
     assert any("multi_modal_projector" in n for n in trained)
     assert any("lora_" in n for n in trained)
+    # a full (lora=False) stage on the LoRA model is refused: it would train the adapters only
+    with pytest.raises(ValueError, match="merge_and_unload"):
+        train_stage(model, processor, _records(2), StageConfig("S3", "x", device="cpu"))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none here)")
@@ -117,6 +120,29 @@ def test_stage_runs_on_cuda(tiny, tmp_path):
     assert next(model.parameters()).device.type == "cuda"
 
 
+def test_collator_labels_every_assistant_turn_of_a_multi_turn_record(tiny):
+    _, processor = tiny
+    (record,) = _records(1)
+    answers = ["top left", "it lies near the edge"]
+    record["conversations"] = [
+        {"from": "human", "value": "<image>\nwhere is the watermark"},
+        {"from": "gpt", "value": answers[0]},
+        {"from": "human", "value": "where is the watermark"},
+        {"from": "gpt", "value": answers[1]},
+    ]
+    batch = VQACollator(processor)([record])
+    tok = processor.tokenizer
+    expected = [i for a in answers for i in tok(" " + a + "</s>")["input_ids"]]
+    assert batch["labels"][0][batch["labels"][0] != -100].tolist() == expected
+    assert int((batch["input_ids"][0] == 4).sum()) == 16  # one image, in the first turn
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
+def test_stage_config_refuses_cuda_without_a_gpu():
+    with pytest.raises(ValueError, match="no CUDA device"):
+        StageConfig("S1", "x", device="cuda")
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
@@ -124,6 +150,16 @@ def test_stage_runs_on_cuda(tiny, tmp_path):
         (lambda m, p: StageConfig("S1", "x", trainable=("decoder",)), "trainable"),
         (lambda m, p: StageConfig("S1", "x", learning_rate=0), "learning_rate"),
         (lambda m, p: StageConfig("S1", "x", batch_size=0), "batch_size"),
+        (lambda m, p: StageConfig("S1", "x", trainable="llm"), "sequence"),
+        (lambda m, p: StageConfig("S1", "x", trainable=()), "sequence"),
+        (lambda m, p: StageConfig("S1", "x", scheduler="bogus"), "scheduler"),
+        (
+            lambda m, p: VQACollator(p)(
+                [{"id": "x", "conversations": _records(1)[0]["conversations"]}]
+            ),
+            "image",
+        ),
+        (lambda m, p: VQACollator(p)([{"id": "x", "messages": []}]), "ShareGPT"),
         (lambda m, p: train_stage(m, p, [], "S1"), "records"),
         (lambda m, p: train_stage(m, p, _records(1), "S9"), "config"),
         (lambda m, p: parameter_groups(torch.nn.Linear(2, 2)), "vision"),

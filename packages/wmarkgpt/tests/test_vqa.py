@@ -110,8 +110,23 @@ def test_template_and_prompt_end_with_the_format_line():
         (lambda: template_description([], (0, 0, 5, 5), "hidden"), "level"),
         (lambda: description_prompt([("", (0, 0, 1, 1))], (0, 0, 5, 5), "faint"), "objects"),
         (lambda: llamafactory_dataset_info(""), "file_name"),
+        (lambda: to_record("x.png", "q", "a", gt_score=float("nan")), "gt_score"),
+        (lambda: to_record("x.png", "q", "a", gt_score=99), "gt_score"),
     ],
 )
 def test_vqa_refuses_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_position_qa_max_questions_zero_asks_none_and_negative_is_refused():
+    objs = [("cat", (2, 2, 3, 3)), ("dog", (5, 5, 6, 6))]
+    assert position_qa((0, 0, 1, 1), objs, max_questions=0) == []
+    assert len(position_qa((0, 0, 1, 1), objs, max_questions=1)) == 1
+    with pytest.raises(ValueError, match="max_questions"):
+        position_qa((0, 0, 1, 1), objs, max_questions=-1)
+
+
+def test_template_description_refuses_a_box_outside_the_image():
+    with pytest.raises(ValueError, match="outside"):
+        template_description([], (0, 0, 300, 10), "faint", (224, 224))

@@ -23,6 +23,7 @@ from .metrics import (
     level_token_ids,
     official_strip,
     plcc,
+    position_accuracy,
     rouge_l,
     srcc,
     visibility_accuracy,
@@ -92,6 +93,7 @@ __all__ = [
     "plcc",
     "evaluate",
     "evaluate_qscore",
+    "position_accuracy",
     "Table",
     # the official evaluation files (Apache-2.0, shipped trimmed)
     "OFFICIAL_MODELS",

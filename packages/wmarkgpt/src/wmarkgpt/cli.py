@@ -61,6 +61,12 @@ def build_parser():
         choices=("dwtDct", "dwtDctSvd", "rivaGan"),
     )
     inv.add_argument("--seed", type=int, default=0)
+    inv.add_argument(
+        "--gt-scores",
+        default=None,
+        help="JSON file with a list of --n human visibility scores in [0, 5]: the records then "
+        "get a description question and answer (training records)",
+    )
     inv.add_argument("--workers", type=int, default=1)
     inv.add_argument("--quiet", action="store_true")
     ev = commands.add_parser(
@@ -158,12 +164,21 @@ def make_invisible(args) -> str:
     """The ``make-invisible`` command."""
     from .dataset import build_invisible
 
+    gt_scores = None
+    if args.gt_scores is not None:
+        try:
+            gt_scores = json.loads(Path(args.gt_scores).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as error:
+            raise ValueError(f"`--gt-scores` {args.gt_scores}: {error}") from None
+        if not isinstance(gt_scores, list):
+            raise ValueError(f"`--gt-scores` {args.gt_scores} must hold a JSON list of numbers")
     records = build_invisible(
         _covers(args.covers, 256),
         args.n,
         args.out,
         methods=args.methods,
         seed=args.seed,
+        gt_scores=gt_scores,
         workers=args.workers,
         progress=not args.quiet,
     )
@@ -178,6 +193,8 @@ def evaluate_command(args) -> str:
     from .official import OFFICIAL_MODELS, official_file
 
     if args.official:
+        if args.pred or args.gt:
+            raise ValueError("--official evaluates the shipped files and takes no PRED / GT")
         pairs = [
             (OFFICIAL_MODELS[m], official_file("answers", m), official_file("test"))
             for m in OFFICIAL_MODELS
@@ -186,10 +203,12 @@ def evaluate_command(args) -> str:
         pairs = [(Path(args.pred).name, args.pred, args.gt)]
     else:
         raise ValueError("give PRED and GT files, or --official")
-    lines = [f"{'model':<32} {'BLEU-1':>8} {'ROUGE-L':>8} {'ACC':>6} {'BLEU-4':>8}"]
+    lines = [f"{'model':<32} {'n':>5} {'BLEU-1':>8} {'ROUGE-L':>8} {'ACC':>6} {'BLEU-4':>8}"]
     for name, pred, gt in pairs:
         t = evaluate(pred, gt, compat=args.compat)
-        lines.append(f"{name:<32} {t.bleu1:8.4f} {t.rouge_l:8.4f} {t.acc:6.3f} {t.bleu4:8.4f}")
+        lines.append(
+            f"{name:<32} {t.n:5d} {t.bleu1:8.4f} {t.rouge_l:8.4f} {t.acc:6.3f} {t.bleu4:8.4f}"
+        )
     mode = "compat=wmarkgpt (official numbers)" if args.compat else "correct metrics"
     return "\n".join([f"# {mode}", *lines])
 

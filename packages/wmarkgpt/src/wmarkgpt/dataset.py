@@ -4,8 +4,10 @@ and real-invisible-watermark sets, written as per-item files plus an atomically 
 Scale-out (spec Sec. 7): items are independent, each seeded by its own child of
 ``numpy.random.SeedSequence(seed).spawn(n)``, so a ``ProcessPoolExecutor`` (``workers=k``) or Ray
 (``executor="ray"``, extra ``[ray]``) gives the same files as one process. A rerun skips items
-whose record file exists (resume); ``build.json`` holds a digest of the inputs and settings, and
-a rerun into the same folder with other ones is refused; ``index.json`` is written to a temporary
+whose record file exists and whose image files still have the size and SHA-256 digest the record
+file holds (resume; a missing, truncated or unreadable item is made again); ``build.json`` holds
+a digest of the inputs (cover files by their content) and settings, and a rerun into the same
+folder with other ones is refused; ``index.json`` is written to a temporary
 file and renamed.
 
 Source: official ``datasetCreating/emb_watermark.py`` (cover resized to 224 x 224, weight
@@ -15,9 +17,12 @@ $5 - 20w$), ``read_coco_json.py`` (COCO boxes rescaled to the cover size).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -28,9 +33,10 @@ import numpy as np
 from icml25_core import check_choice, check_scalar
 
 from .levels import MAX_WEIGHT, score_to_level
-from .synth import Logo, blend_logo
+from .synth import Logo, blend_logo, pil_to_rgb
 from .vqa import (
     DESCRIPTION_QUESTIONS,
+    FORMAT_LINE,
     position_qa,
     template_description,
     to_record,
@@ -67,33 +73,8 @@ def _atomic_save_png(path: Path, rgb: np.ndarray) -> None:
         raise
 
 
-def load_coco_objects(coco_json, size: int | tuple[int, int] = 224) -> dict[str, Objects]:
-    """Object names and boxes of a COCO instances file, rescaled to the cover size.
-
-    Parameters
-    ----------
-    coco_json : path
-        COCO ``instances_*.json`` (``images``, ``annotations`` with ``bbox = [x, y, w, h]``,
-        ``categories``).
-    size : int or tuple of int, default=224
-        Cover size ``(width, height)`` the boxes are rescaled to (x and y separately).
-
-    Returns
-    -------
-    dict
-        ``file_name -> [(category name, (x0, y0, x1, y1)), ...]``.
-
-    Raises
-    ------
-    ValueError
-        If the file is not a COCO instances JSON.
-
-    Notes
-    -----
-    Source: official ``datasetCreating/read_coco_json.py``, which takes ``annotations[i-1]``
-    (off by one, spec Sec. 9); here annotations join images by ``image_id``. Read with the
-    ``json`` module: boxes need nothing of pycocotools' index.
-    """
+def _read_coco(coco_json) -> dict[str, tuple[tuple[float, float], Objects]]:
+    """``file_name -> ((width, height), objects at that size)`` of a COCO instances file."""
     path = Path(coco_json)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -104,19 +85,79 @@ def load_coco_objects(coco_json, size: int | tuple[int, int] = 224) -> dict[str,
         raise ValueError(
             f"`coco_json` {coco_json} is not a COCO instances file ({error})"
         ) from None
-    W, H = (size, size) if isinstance(size, int) else size
-    out: dict[str, Objects] = {im["file_name"]: [] for im in images.values()}
-    for ann in annotations:
-        im = images.get(ann["image_id"])
+    out: dict[str, tuple[tuple[float, float], Objects]] = {}
+    for im in images.values():
+        try:
+            W, H = float(im["width"]), float(im["height"])
+            name = str(im["file_name"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"`coco_json` {coco_json}: image {im!r} lacks {error}") from None
+        if not (math.isfinite(W) and math.isfinite(H) and W > 0 and H > 0):
+            raise ValueError(f"`coco_json` {coco_json}: image {name!r} has size {W}x{H}")
+        out[name] = ((W, H), [])
+    for k, ann in enumerate(annotations):
+        where = f"`coco_json` {coco_json}: annotation {ann.get('id', k)!r}"
+        im = images.get(ann.get("image_id"))
         if im is None:
-            continue
-        sx, sy = W / im["width"], H / im["height"]
-        x, y, w, h = ann["bbox"]
+            raise ValueError(f"{where} has image_id {ann.get('image_id')!r}, not in `images`")
+        if ann.get("category_id") not in names:
+            raise ValueError(
+                f"{where} has category_id {ann.get('category_id')!r}, not in `categories`"
+            )
+        try:
+            x, y, w, h = (float(v) for v in ann["bbox"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{where} has no bbox [x, y, w, h]") from None
+        if not all(math.isfinite(v) for v in (x, y, w, h)):
+            raise ValueError(f"{where} has a non-finite bbox {ann['bbox']!r}")
         if w <= 0 or h <= 0:
             continue
-        box = (x * sx, y * sy, (x + w) * sx, (y + h) * sy)
-        out[im["file_name"]].append((names[ann["category_id"]], box))
+        out[str(im["file_name"])][1].append((names[ann["category_id"]], (x, y, x + w, y + h)))
     return out
+
+
+def _scale_objects(objects: Objects, src: tuple[float, float], dst: tuple[int, int]) -> Objects:
+    sx, sy = dst[0] / src[0], dst[1] / src[1]
+    return [(n, (b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy)) for n, b in objects]
+
+
+def load_coco_objects(coco_json, size: int | tuple[int, int] | None = 224) -> dict[str, Objects]:
+    """Object names and boxes of a COCO instances file, rescaled to the cover size.
+
+    Parameters
+    ----------
+    coco_json : path
+        COCO ``instances_*.json`` (``images``, ``annotations`` with ``bbox = [x, y, w, h]``,
+        ``categories``).
+    size : int, tuple of int or None, default=224
+        Cover size ``(width, height)`` the boxes are rescaled to (x and y separately); None
+        keeps the COCO images' own sizes.
+
+    Returns
+    -------
+    dict
+        ``file_name -> [(category name, (x0, y0, x1, y1)), ...]``.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a COCO instances JSON, an annotation names an unknown image or
+        category or has a non-finite box, or `size` is not positive.
+
+    Notes
+    -----
+    Source: official ``datasetCreating/read_coco_json.py``, which takes ``annotations[i-1]``
+    (off by one, spec Sec. 9); here annotations join images by ``image_id``. Read with the
+    ``json`` module: boxes need nothing of pycocotools' index.
+    """
+    if size is not None:
+        W, H = (size, size) if isinstance(size, int) else size
+        if not (W > 0 and H > 0):
+            raise ValueError(f"`size` must be positive, got {size!r}")
+    table = _read_coco(coco_json)
+    if size is None:
+        return {k: objs for k, (_, objs) in table.items()}
+    return {k: _scale_objects(objs, src, (W, H)) for k, (src, objs) in table.items()}
 
 
 def _cover_array(cover, size: int | None) -> tuple[str, np.ndarray]:
@@ -126,7 +167,12 @@ def _cover_array(cover, size: int | None) -> tuple[str, np.ndarray]:
         path = Path(cover)
         if not path.is_file():
             raise ValueError(f"`covers` entry {cover} is not a file")
-        name, img = path.stem, Image.open(path).convert("RGB")
+        try:
+            with Image.open(path) as opened:
+                img = Image.fromarray(pil_to_rgb(opened, f"covers entry {cover}"))
+        except (OSError, Image.UnidentifiedImageError) as error:
+            raise ValueError(f"`covers` entry {cover} is not a readable image ({error})") from None
+        name = path.stem
     else:
         if isinstance(cover, tuple) and len(cover) == 2 and isinstance(cover[0], str):
             name, arr = cover
@@ -143,17 +189,41 @@ def _cover_array(cover, size: int | None) -> tuple[str, np.ndarray]:
     return name, np.asarray(img)
 
 
+def _built_size(cover, size: int | None) -> tuple[int, int]:
+    """``(width, height)`` of a cover as the builder uses it."""
+    if size is not None:
+        return size, size
+    if isinstance(cover, (str, Path)):
+        from PIL import Image
+
+        try:
+            with Image.open(cover) as img:
+                return img.size
+        except (OSError, Image.UnidentifiedImageError) as error:
+            raise ValueError(f"`covers` entry {cover} is not a readable image ({error})") from None
+    arr = np.asarray(cover[1] if isinstance(cover, tuple) else cover)
+    return int(arr.shape[1]), int(arr.shape[0])
+
+
 def _synthetic_item(job: dict) -> dict:
     """Make one stego image and its records (runs in a worker process)."""
     rng = np.random.default_rng(job["seed"])
     name, cover = _cover_array(job["cover"], job["size"])
     logos: list[Logo] = job["logos"]
     logo = logos[int(rng.integers(len(logos)))]
-    if job["augment"]:
-        if rng.random() < 0.5:
-            cover = cover[:, ::-1]
-        cover = np.ascontiguousarray(cover)
+    objects = job["objects"]
     H, W = cover.shape[:2]
+    for obj_name, b in objects:
+        if not (b[0] >= -1 and b[1] >= -1 and b[2] <= W + 1 and b[3] <= H + 1):
+            raise ValueError(
+                f"`objects` box {tuple(b)} of {obj_name!r} is outside the {W}x{H} cover "
+                f"{name!r} (boxes are at the cover's size as built)"
+            )
+    if job["augment"]:
+        if rng.random() < 0.5:  # mirror the cover and its object boxes: x -> W - x
+            cover = cover[:, ::-1]
+            objects = [(n, (W - b[2], b[1], W - b[0], b[3])) for n, b in objects]
+        cover = np.ascontiguousarray(cover)
     if logo.mask.shape[0] > H or logo.mask.shape[1] > W:
         raise ValueError(f"logo {logo.name!r} {logo.mask.shape} is larger than the {W}x{H} cover")
     weight = round(float(rng.uniform(*job["weight_range"])), 2)
@@ -161,7 +231,6 @@ def _synthetic_item(job: dict) -> dict:
     cover_id = f"{name}-{job['index']:06d}"
     image_name = f"{cover_id}_{weight}.png"
     _atomic_save_png(Path(job["out_dir"]) / "images" / image_name, stego.image)
-    objects = job["objects"]
     base = {
         "weight": weight,
         "wm_box": list(stego.wm_box),
@@ -197,7 +266,7 @@ def _synthetic_item(job: dict) -> dict:
             format=job["format"],
         )
         records.append({**rec, **base})
-    return {"index": job["index"], "records": records}
+    return {"index": job["index"], "records": records, "files": _digests(job, records)}
 
 
 def _invisible_item(job: dict) -> dict:
@@ -207,7 +276,11 @@ def _invisible_item(job: dict) -> dict:
     name, cover = _cover_array(job["cover"], None)
     method = job["methods"][job["index"] % len(job["methods"])]
     bits = rng.integers(0, 2, job["n_bits"]).astype(bool)
-    stego = embed_invisible(cover, bits, method)
+    try:
+        stego = embed_invisible(cover, bits, method)
+    except ValueError as error:
+        entry = job["cover"] if isinstance(job["cover"], (str, Path)) else name
+        raise ValueError(f"`covers` entry {entry}: {error}") from None
     cover_id = f"{name}-{job['index']:06d}"
     image_name = f"{cover_id}_{method}.png"
     _atomic_save_png(Path(job["out_dir"]) / "images" / image_name, stego)
@@ -227,17 +300,39 @@ def _invisible_item(job: dict) -> dict:
     if gt is not None:
         level = score_to_level(gt)
         question = DESCRIPTION_QUESTIONS[int(rng.integers(len(DESCRIPTION_QUESTIONS)))]
-        answer = template_description([], (0, 0, 1, 1), level, cover.shape[1::-1])
+        answer = (
+            f"[template] The watermark is embedded invisibly ({method}): no logo or pattern "
+            f"is drawn on the image. {FORMAT_LINE.format(level=level)}."
+        )
         rec.update(
             to_record(rec["image"], question, answer, id=cover_id, visibility=level, gt_score=gt)
         )
-    return {"index": job["index"], "records": [rec]}
+    return {"index": job["index"], "records": [rec], "files": _digests(job, [rec])}
+
+
+def _file_digest(path: Path) -> dict:
+    data = path.read_bytes()
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _digests(job: dict, records: list[dict]) -> dict:
+    """Size and SHA-256 of the image files an item wrote (checked on resume)."""
+    images = sorted({r["image"] for r in records if "image" in r})
+    return {im: _file_digest(Path(job["out_dir"]) / im) for im in images}
 
 
 def _fingerprint(jobs: list[dict]) -> dict:
     """What fixes a build's files: everything of the jobs but the output folder, made JSON-able
-    (cover arrays and logos by a digest of their bytes)."""
-    import hashlib
+    (cover arrays, logos and cover files by a digest of their bytes)."""
+    files: dict[str, str] = {}
+
+    def cover_file(value) -> list:
+        key = str(value)
+        if key not in files:
+            if not Path(key).is_file():
+                raise ValueError(f"`covers` entry {key} is not a file")
+            files[key] = _file_digest(Path(key))["sha256"]
+        return [key, "sha256:" + files[key]]
 
     def plain(value):
         if isinstance(value, np.ndarray):
@@ -249,15 +344,56 @@ def _fingerprint(jobs: list[dict]) -> dict:
         if isinstance(value, np.random.SeedSequence):
             return [value.entropy, list(value.spawn_key)]
         if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items() if k != "out_dir"}
+            return {
+                k: cover_file(v) if k == "cover" and isinstance(v, (str, Path)) else plain(v)
+                for k, v in value.items()
+                if k != "out_dir"
+            }
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
         if isinstance(value, (str, int, float, bool)) or value is None:
             return value
         return getattr(value, "__qualname__", type(value).__qualname__)
 
-    digest = hashlib.sha256(json.dumps(plain(jobs), sort_keys=True).encode()).hexdigest()
-    return {"format": "wmarkgpt-build-v1", "items": len(jobs), "sha256": digest}
+    def sha(value) -> str:
+        return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+    plain_jobs = plain(jobs)
+    parts = {k: sha([job.get(k) for job in plain_jobs]) for k in sorted(plain_jobs[0])}
+    return {
+        "format": "wmarkgpt-build-v1",
+        "items": len(jobs),
+        "sha256": sha(plain_jobs),
+        "parts": parts,  # per setting, to name the one that differs
+    }
+
+
+_CORE = ("format", "items", "sha256")
+
+
+def _same_build(stored: Any, jobs: list[dict], fingerprint: dict, out_dir: Path) -> bool:
+    """Whether `stored` (build.json) is the build of `jobs` (True), of its first items (False:
+    the build is extended), else a ValueError naming what differs."""
+    if not isinstance(stored, dict):
+        stored = {}
+    core = {k: stored.get(k) for k in _CORE}
+    if core == {k: fingerprint[k] for k in _CORE}:
+        return True
+    k = stored.get("items")
+    if isinstance(k, int) and 0 < k < len(jobs):
+        head = _fingerprint(jobs[:k])
+        if core == {key: head[key] for key in _CORE}:
+            return False  # the same build with more items: item i does not depend on n
+    if isinstance(k, int) and k != len(jobs):
+        what = f"n = {k} there, {len(jobs)} now (only a larger n with the same settings resumes)"
+    else:
+        parts = stored.get("parts") if isinstance(stored.get("parts"), dict) else {}
+        names = [p for p, d in fingerprint["parts"].items() if parts.get(p) != d]
+        what = f"differs in: {', '.join(names)}" if parts and names else "differs"
+    raise ValueError(
+        f"`out_dir` {out_dir} holds a build with other inputs or settings ({what}); resume "
+        "only with the same call, or use a new folder"
+    )
 
 
 def _run(
@@ -274,11 +410,15 @@ def _run(
     done_dir = out_dir / "records"
     stamp, fingerprint = out_dir / "build.json", _fingerprint(jobs)
     if stamp.exists():
-        if json.loads(stamp.read_text(encoding="utf-8")) != fingerprint:
+        try:
+            stored = json.loads(stamp.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(
-                f"`out_dir` {out_dir} holds a build with other inputs or settings; resume only "
-                "with the same call, or use a new folder"
-            )
+                f"{stamp} is corrupt ({error}): the settings of the build in `out_dir` are "
+                "unknown; use a new folder, or delete the folder to rebuild"
+            ) from None
+        if not _same_build(stored, jobs, fingerprint, out_dir):
+            _atomic_write_json(stamp, fingerprint)
     elif done_dir.exists() and any(done_dir.iterdir()):
         raise ValueError(f"`out_dir` {out_dir} holds records of an unknown build; use a new folder")
     else:
@@ -287,13 +427,15 @@ def _run(
     todo = []
     for job in jobs:
         path = done_dir / f"{job['index']:06d}.json"
-        if path.exists():  # resume: this item was written by an earlier run
-            results[job["index"]] = json.loads(path.read_text(encoding="utf-8"))
+        done = _load_done(path, out_dir) if path.exists() else None
+        if done is not None:  # resume: this item was written (whole) by an earlier run
+            results[job["index"]] = done
         else:
             todo.append(job)
 
     def finish(result: dict) -> None:
-        _atomic_write_json(done_dir / f"{result['index']:06d}.json", result["records"])
+        stored = {"records": result["records"], "files": result["files"]}
+        _atomic_write_json(done_dir / f"{result['index']:06d}.json", stored)
         results[result["index"]] = result["records"]
 
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, disable=not progress)
@@ -313,15 +455,47 @@ def _run(
                 finish(worker(job))
                 bar.update()
         else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            pool = ProcessPoolExecutor(max_workers=workers)
+            try:
                 futures = [pool.submit(worker, job) for job in todo]
                 for future in as_completed(futures):
                     finish(future.result())
                     bar.update()
+            except BaseException:  # Ctrl-C or a failed item: drop the items not started
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
     finally:
         bar.close()
     records = [r for i in sorted(results) for r in results[i]]
     _atomic_write_json(out_dir / "index.json", records)
+    return records
+
+
+def _load_done(path: Path, out_dir: Path) -> list[dict] | None:
+    """The records of a finished item, or None (with a warning) when its record file is corrupt
+    or an image it lists is missing or changed: then the item is made again."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        warnings.warn(f"{path} is corrupt ({error}); the item is made again", stacklevel=3)
+        return None
+    if isinstance(stored, list):  # written before the digests were kept: existence only
+        records, files = stored, None
+    elif isinstance(stored, dict) and isinstance(stored.get("records"), list):
+        records, files = stored["records"], stored.get("files")
+    else:
+        warnings.warn(f"{path} is not a record file; the item is made again", stacklevel=3)
+        return None
+    images = files if isinstance(files, dict) else {r.get("image"): None for r in records}
+    for image, expected in images.items():
+        file = out_dir / str(image)
+        if not file.is_file() or (expected is not None and _file_digest(file) != expected):
+            warnings.warn(
+                f"{file} (listed in {path}) is missing or changed; the item is made again",
+                stacklevel=3,
+            )
+            return None
     return records
 
 
@@ -378,16 +552,19 @@ def build_synthetic(
     size : int or None, default=224
         Covers are resized to ``size x size`` (Pillow bicubic); None keeps them.
     objects : mapping, optional
-        Cover name (file stem or given name) -> ``[(name, box), ...]`` at the cover size.
+        Cover name (file name, file stem or given name) -> ``[(name, box), ...]`` at the
+        cover's size as built (``size x size``, or its own size when `size` is None); e.g.
+        :func:`load_coco_objects`.
     coco_json : path, optional
-        COCO instances file (:func:`load_coco_objects`), keyed by file name.
+        COCO instances file (:func:`load_coco_objects`), keyed by file name; its boxes are
+        rescaled to each cover's size as built.
     describer : callable, optional
         ``describer(image_path, objects, wm_box, level) -> str`` (e.g. an LLM called with
         :func:`~wmarkgpt.vqa.description_prompt`); default
         :func:`~wmarkgpt.vqa.template_description`. Must be picklable when ``workers > 1``.
     weight_range : tuple of float, default=(0, 0.25)
     augment : bool, default=False
-        Random horizontal flips of the covers.
+        Random horizontal flips of the covers (object boxes flipped with them).
     quantize : {"round", "truncate"}, default="round"
     format : {"llava", "sharegpt"}, default="llava"
     workers : int, default=1
@@ -420,18 +597,30 @@ def build_synthetic(
         raise ValueError(f"`weight_range` must satisfy 0 <= a <= b <= 1, got {weight_range}")
     if size is not None:
         check_scalar(size, "size", kind=int, low=8)
-    table: dict[str, Objects] = dict(objects or {})
+    if 0 < b < 0.005:
+        warnings.warn(
+            f"`weight_range` {weight_range}: weights are rounded to 2 decimals, so every "
+            "weight is 0.0 (no watermark)",
+            stacklevel=2,
+        )
+    table: dict[str, Any] = {}
+    for k, v in (objects or {}).items():  # by file name and by stem
+        table[str(k)] = v
+        table.setdefault(Path(str(k)).stem, v)
     if coco_json is not None:
-        coco = load_coco_objects(coco_json, size if size is not None else 224)
-        table.update({Path(k).stem: v for k, v in coco.items()})
+        for k, value in _read_coco(coco_json).items():
+            table[k] = table[Path(k).stem] = value  # ((width, height), boxes): scaled below
     jobs = []
     for i in range(n):
         cover = covers[i % len(covers)]
-        key = (
-            Path(cover).stem
-            if isinstance(cover, (str, Path))
-            else (cover[0] if isinstance(cover, tuple) else "cover")
-        )
+        if isinstance(cover, (str, Path)):
+            keys = [Path(cover).name, Path(cover).stem]
+        else:
+            keys = [cover[0] if isinstance(cover, tuple) else "cover"]
+        found: Any = next((table[k] for k in keys if k in table), [])
+        if isinstance(found, tuple):  # COCO boxes at the COCO image's size
+            src, boxes = found
+            found = _scale_objects(boxes, src, _built_size(cover, size))
         jobs.append(
             {
                 "index": i,
@@ -439,7 +628,7 @@ def build_synthetic(
                 "cover": cover,
                 "logos": list(logos),
                 "size": size,
-                "objects": table.get(key, []),
+                "objects": found,
                 "describer": describer,
                 "augment": augment,
                 "weight_range": (a, b),
@@ -450,7 +639,16 @@ def build_synthetic(
             }
         )
     if _task == "position" and not any(job["objects"] for job in jobs):
-        raise ValueError("`objects` (or `coco_json`) must give objects for position questions")
+        raise ValueError(
+            "`objects` (or `coco_json`) must give objects for position questions: no key "
+            "matches a cover's file name, stem or given name"
+        )
+    if table and not any(job["objects"] for job in jobs):
+        warnings.warn(
+            "no key of `objects` / `coco_json` matches a cover's file name, stem or given name: "
+            "the records have no objects",
+            stacklevel=2,
+        )
     return _run(jobs, _synthetic_item, out, workers, executor, f"wmarkgpt {_task}", progress)
 
 
@@ -547,6 +745,9 @@ def build_invisible(
     """
     from .invisible import METHODS
 
+    for arg, value in (("methods", methods), ("attacks", attacks)):
+        if isinstance(value, str):
+            raise ValueError(f"`{arg}` must be a sequence of str, not a str: use [{value!r}]")
     out, seeds = _common(covers, n, out_dir, seed, workers, executor)
     if len(methods) == 0:
         raise ValueError("`methods` is empty")
@@ -560,8 +761,11 @@ def build_invisible(
     if gt_scores is not None:
         if len(gt_scores) != n:
             raise ValueError(f"`gt_scores` has {len(gt_scores)} values for n = {n}")
-        for s in gt_scores:
-            score_to_level(s)
+        for k, s in enumerate(gt_scores):
+            try:
+                score_to_level(s)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"`gt_scores`[{k}]: {error}".replace("`s` ", "")) from None
     jobs = [
         {
             "index": i,

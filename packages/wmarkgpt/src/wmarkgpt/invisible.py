@@ -60,6 +60,29 @@ def _check_bits(bits, method: str) -> np.ndarray:
     return arr.astype(bool)
 
 
+def _check_capacity(rgb: np.ndarray, n_bits: int, method: str) -> None:
+    # the DWT methods put one bit in each 4 x 4 block of the half-size LL band
+    capacity = (rgb.shape[0] // 8) * (rgb.shape[1] // 8)
+    if method != "rivaGan" and n_bits > capacity:
+        raise ValueError(
+            f"{n_bits} bits exceed {method}'s capacity of {capacity} bits for a "
+            f"{rgb.shape[1]}x{rgb.shape[0]} image (one per 8 x 8 block)"
+        )
+
+
+def _check_scales(scales) -> list:
+    values = list(scales)
+    if len(values) != 3 or not all(
+        isinstance(v, (int, float, np.integer, np.floating))
+        and not isinstance(v, bool)
+        and np.isfinite(v)
+        and v >= 0
+        for v in values
+    ):
+        raise ValueError(f"`scales` must be 3 finite numbers >= 0 (Y, U, V), got {scales!r}")
+    return values
+
+
 _LOADED = False
 
 
@@ -82,9 +105,9 @@ def embed_invisible(rgb, bits, method: str = "dwtDctSvd", *, scales=None) -> np.
     bits : ndarray of shape (n,), bool or 0/1
         The payload (exactly 32 for ``rivaGan``).
     method : {"dwtDct", "dwtDctSvd", "rivaGan"}, default="dwtDctSvd"
-    scales : list of int, optional
+    scales : list of 3 numbers, optional
         Per-YUV-channel strength of the DWT methods (library default ``[0, 36, 36]`` for
-        dwtDct and ``[0, 36, 0]`` for dwtDctSvd).
+        dwtDct and ``[0, 36, 0]`` for dwtDctSvd): finite, >= 0.
 
     Returns
     -------
@@ -94,8 +117,9 @@ def embed_invisible(rgb, bits, method: str = "dwtDctSvd", *, scales=None) -> np.
     Raises
     ------
     ValueError
-        If the area is below 256*256, `bits` is not 1-D 0/1 or not 32 bits for rivaGan, or
-        `method` is unknown.
+        If the area is below 256*256, `bits` is not 1-D 0/1 or not 32 bits for rivaGan, the
+        DWT methods' capacity (one bit per 8 x 8 pixel block, ``(H // 8) (W // 8)``) is below
+        ``len(bits)``, `scales` is not 3 finite numbers >= 0, or `method` is unknown.
 
     Notes
     -----
@@ -108,11 +132,12 @@ def embed_invisible(rgb, bits, method: str = "dwtDctSvd", *, scales=None) -> np.
     check_choice(method, "method", METHODS)
     rgb = _check_rgb(rgb, min_area=256 * 256)
     bits = _check_bits(bits, method)
+    _check_capacity(rgb, bits.size, method)
     if method == "rivaGan":
         _load_riva()
     encoder = WatermarkEncoder()
     encoder.set_watermark("bits", [int(b) for b in bits])
-    configs = {} if scales is None else {"scales": list(scales)}
+    configs = {} if scales is None else {"scales": _check_scales(scales)}
     bgr = np.ascontiguousarray(rgb[..., ::-1])
     out = encoder.encode(bgr, method, **configs)
     return np.ascontiguousarray(np.asarray(out, dtype=np.uint8)[..., ::-1])
@@ -145,12 +170,13 @@ def decode_invisible(
     check_choice(method, "method", METHODS)
     rgb = _check_rgb(rgb, min_area=256 * 256)
     check_scalar(n_bits, "n_bits", kind=int, low=1)
+    _check_capacity(rgb, n_bits, method)
     if method == "rivaGan":
         if n_bits != 32:
             raise ValueError(f"`n_bits` must be 32 for rivaGan, got {n_bits}")
         _load_riva()
     decoder = WatermarkDecoder("bits", int(n_bits))
-    configs = {} if scales is None else {"scales": list(scales)}
+    configs = {} if scales is None else {"scales": _check_scales(scales)}
     bits = decoder.decode(np.ascontiguousarray(rgb[..., ::-1]), method, **configs)
     return np.asarray(bits, dtype=bool).reshape(-1)
 
@@ -169,10 +195,14 @@ def bit_accuracy(decoded, bits) -> float:
     Raises
     ------
     ValueError
-        If the shapes differ or are empty.
+        If the shapes differ or are empty, or a value is not 0/1.
     """
-    a = check_array(decoded, "decoded", ndim=1).astype(bool)
-    b = check_array(bits, "bits", ndim=1).astype(bool)
+    a = check_array(decoded, "decoded", ndim=1)
+    b = check_array(bits, "bits", ndim=1)
+    for arr, name in ((a, "decoded"), (b, "bits")):
+        if arr.dtype != bool and not np.isin(arr, (0, 1)).all():
+            raise ValueError(f"`{name}` must hold bool or 0/1 values")
+    a, b = a.astype(bool), b.astype(bool)
     if a.shape != b.shape:
         raise ValueError(f"`decoded` has {a.size} bits, `bits` {b.size}")
     return float(np.mean(a == b))

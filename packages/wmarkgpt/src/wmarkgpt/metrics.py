@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "level_token_ids",
     "official_strip",
     "plcc",
+    "position_accuracy",
     "rouge_l",
     "srcc",
     "visibility_accuracy",
@@ -416,7 +418,8 @@ def visibility_accuracy(
     Raises
     ------
     ValueError
-        If the lists are empty or differ in length, or `match` is unknown.
+        If the lists are empty or differ in length, a prediction is neither a str nor None, a
+        ground truth is not one of `VISIBILITY_LEVELS`, or `match` is unknown.
 
     Examples
     --------
@@ -429,6 +432,12 @@ def visibility_accuracy(
         raise ValueError("`gts` is empty")
     if len(preds) != len(gts):
         raise ValueError(f"`preds` has {len(preds)} entries, `gts` {len(gts)}")
+    for k, g in enumerate(gts):
+        if not isinstance(g, str) or g.strip().lower() not in VISIBILITY_LEVELS:
+            raise ValueError(f"`gts`[{k}] must be one of {VISIBILITY_LEVELS}, got {g!r}")
+    for k, p in enumerate(preds):
+        if p is not None and not isinstance(p, str):
+            raise ValueError(f"`preds`[{k}] must be a str or None, got {p!r}")
     hits = []
     for p, g in zip(preds, gts, strict=True):
         if p is None:
@@ -468,7 +477,8 @@ def level_token_ids(
     ------
     ValueError
         If two level words map to the same first sub-token (their Q-score would be
-        indistinguishable), naming the words, or `compat` is unknown.
+        indistinguishable), naming the words, a word maps to the tokenizer's ``unk_token_id``,
+        or `compat` is unknown.
 
     Examples
     --------
@@ -498,6 +508,13 @@ def level_token_ids(
         if k >= len(full):
             raise ValueError(f"`tokenizer` adds no token for {word!r} after `prefix`")
         ids.append(int(full[k]))
+    unk = getattr(getattr(tokenizer, "tokenizer", tokenizer), "unk_token_id", None)
+    for word, i in zip(VISIBILITY_LEVELS, ids, strict=True):
+        if unk is not None and i == unk:
+            raise ValueError(
+                f"`tokenizer` maps level word {word!r} to the unknown token (id {i}): its "
+                "vocabulary lacks the word, so the Q-score cannot read it"
+            )
     seen: dict[int, str] = {}
     for word, i in zip(VISIBILITY_LEVELS, ids, strict=True):
         if i in seen:
@@ -694,6 +711,9 @@ class Table:
         return asdict(self)
 
 
+_STRIP = string.whitespace + string.punctuation
+
+
 def evaluate(pred_json, gt_json, compat: str | None = None) -> Table:
     """Score a model's WQA answers against the ground truth (paper Table 1 columns).
 
@@ -707,9 +727,10 @@ def evaluate(pred_json, gt_json, compat: str | None = None) -> Table:
         Ground truth, same format plus ``visibility`` (official ``test.json``).
     compat : {None, "wmarkgpt"}, default=None
         None: texts cleaned by :func:`clean_text`, ROUGE-L standard, ACC = exact match of the
-        prediction's ``visibility`` field (or :func:`extract_visibility` of the answer when the
-        field is absent). "wmarkgpt": the official numbers: ``.strip('<\\s>')`` cleaning,
-        ``rouge`` 1.0.1 ROUGE-L, ACC = ``gt in pred["visibility"]``.
+        prediction's ``visibility`` field (lower-cased, whitespace and punctuation stripped;
+        :func:`extract_visibility` of the field when it is a sentence, of the answer when the
+        field is absent, None or empty). "wmarkgpt": the official numbers:
+        ``.strip('<\\s>')`` cleaning, ``rouge`` 1.0.1 ROUGE-L, ACC = ``gt in pred["visibility"]``.
 
     Returns
     -------
@@ -719,10 +740,15 @@ def evaluate(pred_json, gt_json, compat: str | None = None) -> Table:
     ------
     ValueError
         If a file cannot be read, a record lacks an answer, the ground truth is empty, an image
-        of the ground truth has no prediction, or `compat` is unknown.
+        of the ground truth has no prediction, an image appears twice in a file, a
+        ``visibility`` is not a str (or a ground-truth one not a level), or `compat` is unknown.
 
     Notes
     -----
+    Predictions are matched to the ground truth by the exact ``image`` string (LLaMA-Factory:
+    the first of ``images``); predictions for other images are ignored.
+
+
     Source: official ``llm/metrics/calulate_t2t_metrics.py`` (per-item BLEU-1 =
     ``sentence_bleu(weights=(1,))``, ROUGE-L = ``Rouge().get_scores`` ``rouge-l`` f) and
     ``compute_from_json.py`` (means over items; ACC substring test). Its ``JPEG -> JJPEG``
@@ -736,6 +762,13 @@ def evaluate(pred_json, gt_json, compat: str | None = None) -> Table:
         raise ValueError("`gt_json` must hold a non-empty list of records")
     if not isinstance(preds, list):
         raise ValueError("`pred_json` must hold a list of records")
+    for data, name in ((preds, "pred_json"), (gts, "gt_json")):
+        seen: set = set()
+        for record in data:
+            key = _image_key(record)
+            if key in seen:
+                raise ValueError(f"`{name}` has two records for image {key!r}")
+            seen.add(key)
     by_image = {_image_key(p): p for p in preds}
     cleaner = official_strip if compat == "wmarkgpt" else clean_text
     hyps, refs, pred_levels, gt_levels = [], [], [], []
@@ -747,16 +780,87 @@ def evaluate(pred_json, gt_json, compat: str | None = None) -> Table:
         hyps.append(cleaner(_answer(p, "pred_json")))
         refs.append(cleaner(_answer(g, "gt_json")))
         stored = p.get("visibility")
+        if stored is not None and not isinstance(stored, str):
+            raise ValueError(
+                f"`pred_json` record {image!r} has visibility {stored!r}: must be a str or null"
+            )
+        if compat is None and stored is not None:
+            stored = stored.strip(_STRIP).lower()
+            if stored not in VISIBILITY_LEVELS:
+                stored = extract_visibility(stored) if stored else None
+                stored = stored if stored is not None else extract_visibility(hyps[-1])
         pred_levels.append(stored if stored is not None else extract_visibility(hyps[-1]))
         if "visibility" not in g:
-            raise ValueError(f"`gt_json` record {image!r} has no visibility")
-        gt_levels.append(g["visibility"])
+            raise ValueError(
+                f"`gt_json` record {image!r} has no visibility (WQA-Position records: use "
+                "`position_accuracy`)"
+            )
+        level = g["visibility"]
+        if not isinstance(level, str) or level.strip().lower() not in VISIBILITY_LEVELS:
+            raise ValueError(
+                f"`gt_json` record {image!r} has visibility {level!r}, not one of "
+                f"{VISIBILITY_LEVELS}"
+            )
+        gt_levels.append(level)
     variant = "wmarkgpt" if compat == "wmarkgpt" else "standard"
     bleu1 = float(np.mean([bleu([h], [r], n=1) for h, r in zip(hyps, refs, strict=True)]))
     rouge = float(np.mean([rouge_l(h, r, variant) for h, r in zip(hyps, refs, strict=True)]))
     acc = visibility_accuracy(pred_levels, gt_levels, match="substring" if compat else "exact")
     bleu4 = bleu(hyps, refs, n=4, level="corpus")
     return Table(len(gts), bleu1, rouge, acc, bleu4, compat)
+
+
+def position_accuracy(pred_json, gt_json) -> float:
+    """Fraction of WQA-Position answers that name the ground truth's position label.
+
+    Parameters
+    ----------
+    pred_json : path or list of dict
+        Records with ``id`` and an answer (LLaVA ``conversations`` or ShareGPT ``messages``).
+    gt_json : path or list of dict
+        :func:`~wmarkgpt.build_position` records (one per question, ``id`` unique).
+
+    Returns
+    -------
+    float
+        Exact match after lower-casing and stripping whitespace and punctuation at both ends
+        ("Middle-left." counts as "middle-left").
+
+    Raises
+    ------
+    ValueError
+        If a file cannot be read, a record has no ``id`` or answer, an ``id`` appears twice in
+        a file, or a ground-truth question has no prediction.
+
+    Notes
+    -----
+    Ours: the paper reports no position metric; records are matched by ``id``, since one image
+    carries several questions.
+    """
+    preds = _load(pred_json, "pred_json")
+    gts = _load(gt_json, "gt_json")
+    if not isinstance(gts, list) or not gts:
+        raise ValueError("`gt_json` must hold a non-empty list of records")
+    if not isinstance(preds, list):
+        raise ValueError("`pred_json` must hold a list of records")
+    tables = []
+    for data, name in ((preds, "pred_json"), (gts, "gt_json")):
+        table: dict = {}
+        for record in data:
+            key = record.get("id") if isinstance(record, dict) else None
+            if key is None:
+                raise ValueError(f"`{name}` has a record without `id`")
+            if key in table:
+                raise ValueError(f"`{name}` has two records with id {key!r}")
+            table[key] = record
+        tables.append(table)
+    by_id, hits = tables[0], []
+    for key, g in tables[1].items():
+        if key not in by_id:
+            raise ValueError(f"`pred_json` has no answer for id {key!r}")
+        p = _answer(by_id[key], "pred_json").strip(_STRIP).lower()
+        hits.append(p == _answer(g, "gt_json").strip(_STRIP).lower())
+    return float(np.mean(hits))
 
 
 def evaluate_qscore(qscore_json, compat: str | None = None) -> tuple[float, float]:
@@ -795,5 +899,10 @@ def evaluate_qscore(qscore_json, compat: str | None = None) -> tuple[float, floa
         gt = [v["gt_score"] for v in data.values()]
     except (KeyError, TypeError) as error:
         raise ValueError(f"`qscore_json` record lacks {error}") from None
+    if len(gt) < 2:
+        raise ValueError(f"`qscore_json` holds {len(gt)} record: correlations need at least 2")
+    for image, g in zip(data, gt, strict=True):
+        if not isinstance(g, (int, float)) or not 0 <= g <= 5:
+            raise ValueError(f"`qscore_json` record {image!r} has gt_score {g!r}, not in [0, 5]")
     score = expected_score(np.asarray(logits, dtype=np.float64))
     return srcc(score, gt), plcc(score, gt)

@@ -43,7 +43,8 @@ def official_file(kind: str, model: str | None = None) -> Path:
     Raises
     ------
     ValueError
-        If `kind` or `model` is unknown, or `model` is missing for "answers" / "scores".
+        If `kind` or `model` is unknown, `model` is missing for "answers" / "scores", or given
+        for another kind.
 
     Examples
     --------
@@ -51,6 +52,8 @@ def official_file(kind: str, model: str | None = None) -> Path:
     'wmarkgpt-7b.json.gz'
     """
     check_choice(kind, "kind", _KINDS)
+    if model is not None and kind not in ("answers", "scores"):
+        raise ValueError(f"`model` is only for kinds 'answers' and 'scores', not {kind!r}")
     if kind == "test":
         return data_path("wmarkgpt", "data", "WQA-Real", "test.json.gz")
     if kind == "qscore-real":

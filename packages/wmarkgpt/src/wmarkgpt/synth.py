@@ -40,6 +40,22 @@ __all__ = [
 ]
 
 
+def pil_to_rgb(img, name: str = "image") -> np.ndarray:
+    """An 8-bit RGB array of a PIL image; 16-bit greyscale (``I;16*``) is scaled to 8 bits
+    (``>> 8``), not clipped as Pillow's ``convert("RGB")`` does; 32-bit ``I`` / ``F`` images
+    are refused (their range is unknown). Not part of the public API."""
+    mode = img.mode
+    if mode.startswith("I;16"):
+        arr = np.asarray(img, dtype=np.uint16) >> 8
+        return np.repeat(arr.astype(np.uint8)[..., None], 3, axis=2)
+    if mode in ("I", "F"):
+        raise ValueError(
+            f"`{name}` is a 32-bit {mode!r} image: convert it to 8-bit RGB first (its value "
+            "range is unknown)"
+        )
+    return np.asarray(img.convert("RGB"))
+
+
 def _check_mask(mask, name: str = "mask") -> np.ndarray:
     mask = check_array(mask, name, ndim=2, dtype="bool")
     return mask
@@ -62,7 +78,8 @@ def mask_from_gray(gray, threshold: float = 150) -> np.ndarray:
     Raises
     ------
     ValueError
-        If `gray` is not a 2-D numeric array or `threshold` is outside [0, 256].
+        If `gray` is not a 2-D numeric array, is a float array in [0, 1] (scale it by 255
+        first), or `threshold` is outside [0, 256].
 
     Notes
     -----
@@ -72,6 +89,11 @@ def mask_from_gray(gray, threshold: float = 150) -> np.ndarray:
     """
     gray = check_array(gray, "gray", ndim=2)
     check_scalar(threshold, "threshold", low=0, high=256)
+    if gray.dtype.kind == "f" and gray.size and float(np.nanmax(gray)) <= 1.0:
+        raise ValueError(
+            "`gray` is a float array in [0, 1]: pass 0..255 grey levels (e.g. "
+            "`(gray * 255).astype(np.uint8)`)"
+        )
     return gray < threshold
 
 
@@ -209,7 +231,7 @@ def prepare_logo(
     image,
     mask=None,
     *,
-    size: tuple[int, int] | None = (224, 224),
+    size: int | tuple[int, int] | None = (224, 224),
     edge_fraction: float = 0.05,
     name: str = "logo",
 ) -> Logo:
@@ -223,9 +245,9 @@ def prepare_logo(
         Foreground. Default: alpha >= 128 when the alpha channel has transparency, else the
         pixels farther than 40 grey levels (max over channels) from the median border colour
         (our rule for logos on a flat background).
-    size : tuple of int or None, default=(224, 224)
+    size : int, tuple of int or None, default=(224, 224)
         ``(width, height)`` the logo and mask are resized to (official: 224 x 224, aspect not
-        kept); None keeps the logo's size.
+        kept; an int is a square side); None keeps the logo's size.
     edge_fraction : float, default=0.05
         As in :func:`logo_box_from_mask`.
     name : str, default="logo"
@@ -265,9 +287,12 @@ def prepare_logo(
     box = logo_box_from_mask(mask, edge_fraction)
     h, w = mask.shape
     if size is not None:
-        box = scale_box(box, (w, h), size)
-        rgb = np.asarray(Image.fromarray(rgb).resize(size, Image.Resampling.BILINEAR))
-        mask = np.asarray(Image.fromarray(mask).resize(size, Image.Resampling.NEAREST))
+        wh: tuple[int, int] = (
+            (int(size), int(size)) if isinstance(size, (int, np.integer)) else tuple(size)  # type: ignore[assignment]
+        )
+        box = scale_box(box, (w, h), wh)
+        rgb = np.asarray(Image.fromarray(rgb).resize(wh, Image.Resampling.BILINEAR))
+        mask = np.asarray(Image.fromarray(mask).resize(wh, Image.Resampling.NEAREST))
     x0, y0, x1, y1 = box
     return Logo(rgb[y0:y1, x0:x1].copy(), mask[y0:y1, x0:x1].copy(), name)
 
@@ -327,6 +352,8 @@ def _check_blend_inputs(cover, logo, mask, weight, xy, quantize):
     if xy is not None:
         if len(xy) != 2:
             raise ValueError(f"`xy` must be (x, y), got {xy!r}")
+        if not all(float(v).is_integer() for v in xy):
+            raise ValueError(f"`xy` must be integer pixel positions, got {tuple(xy)!r}")
         x, y = (int(v) for v in xy)
         if not (0 <= x <= W - w and 0 <= y <= H - h):
             raise ValueError(f"`xy` {tuple(xy)} puts the {w}x{h} logo outside the {W}x{H} cover")
@@ -461,8 +488,11 @@ class RandomLogoWatermark:
     Notes
     -----
     Call convention of torchvision transforms (DECISIONS 8): a PIL image in, a PIL image out; a
-    CHW uint8 or float tensor in [0, 1] in, the same type out. Logos larger than the image are
-    shrunk to fit (Pillow bilinear, keeping the aspect).
+    CHW uint8 or float tensor in [0, 1] in, the same type out (dtype kept; a float tensor outside
+    [0, 1] or with NaN is refused; floats come out on the 1/255 grid); an HWC uint8 array in, an
+    array out. "L" and "RGBA" PIL images come back in their mode (alpha kept); other modes as
+    "RGB" (16-bit greyscale is scaled to 8 bits). Logos larger than
+    the image are shrunk to fit (Pillow bilinear, keeping the aspect).
     """
 
     def __init__(
@@ -514,10 +544,19 @@ class RandomLogoWatermark:
                     f"`img` tensor must be CHW with 3 channels, got {tuple(img.shape)}"
                 )
             floating = img.is_floating_point()
-            arr = img.detach().cpu().permute(1, 2, 0).numpy()
+            if floating:
+                if bool(torch.isnan(img).any()):
+                    raise ValueError("`img` tensor has NaN values")
+                lo, hi = float(img.min()), float(img.max())
+                if lo < 0 or hi > 1:
+                    raise ValueError(
+                        f"`img` float tensor must be in [0, 1], got values in [{lo:g}, {hi:g}] "
+                        "(divide 0..255 values by 255, or pass a uint8 tensor)"
+                    )
+            arr = img.detach().cpu().permute(1, 2, 0).float().numpy()
             arr = np.clip(np.rint(arr * 255), 0, 255).astype(np.uint8) if floating else arr
         else:
-            arr = np.asarray(img.convert("RGB") if hasattr(img, "convert") else img)
+            arr = pil_to_rgb(img, "img") if hasattr(img, "convert") else np.asarray(img)
         a, b = self.weight_range
         weight = round(float(self._rng.uniform(a, b)), 2)
         logo = self.logos[int(self._rng.integers(len(self.logos)))]
@@ -533,10 +572,17 @@ class RandomLogoWatermark:
         self.last_ = stego
         if kind == "torch":
             out = torch.from_numpy(stego.image).permute(2, 0, 1).to(img.device)
-            return out.float() / 255 if floating else out.to(img.dtype)
+            return (out.float() / 255).to(img.dtype) if floating else out.to(img.dtype)
+        if not hasattr(img, "convert"):
+            return stego.image
         from PIL import Image
 
-        return Image.fromarray(stego.image)
+        out_img = Image.fromarray(stego.image)
+        if img.mode == "L":
+            return out_img.convert("L")
+        if img.mode == "RGBA":
+            out_img.putalpha(img.getchannel("A"))
+        return out_img
 
     def __repr__(self) -> str:
         return f"RandomLogoWatermark({len(self.logos)} logos, weight_range={self.weight_range})"

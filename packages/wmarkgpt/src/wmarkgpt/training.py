@@ -77,7 +77,8 @@ class StageConfig:
     Raises
     ------
     ValueError
-        If a value is out of range or `trainable` names an unknown part.
+        If a value is out of range, `trainable` is empty or names an unknown part, `scheduler`
+        is not a transformers scheduler name, or `device` is "cuda" without a CUDA device.
     """
 
     name: str
@@ -96,6 +97,11 @@ class StageConfig:
     trainer_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
+        if isinstance(self.trainable, str) or not self.trainable:
+            raise ValueError(
+                "`trainable` must be a non-empty sequence of parts (e.g. ('projector', 'llm')), "
+                f"got {self.trainable!r}"
+            )
         for part in self.trainable:
             check_choice(part, "trainable", PARTS)
         check_scalar(self.learning_rate, "learning_rate", low=0, inclusive="neither")
@@ -104,6 +110,12 @@ class StageConfig:
         check_scalar(self.warmup_ratio, "warmup_ratio", low=0, high=1)
         check_scalar(self.lora_rank, "lora_rank", kind=int, low=1)
         check_choice(self.device, "device", (None, "cpu", "cuda"))
+        if self.scheduler != "cosine":  # checked against transformers' names (imported then)
+            from transformers import SchedulerType
+
+            check_choice(self.scheduler, "scheduler", tuple(t.value for t in SchedulerType))
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("`device` is 'cuda' but torch sees no CUDA device")
 
     def with_lora(self) -> StageConfig:
         """The same stage with LoRA and its learning rate (2e-4, ours)."""
@@ -209,7 +221,8 @@ class VQACollator:
         Folder the records' ``image`` paths are relative to (or PIL images / arrays under
         ``"pixels"``).
     template : str
-        The prompt with ``{question}``; the answer follows it.
+        The prompt with ``{question}``; the answer follows it. Later turns of a multi-turn
+        record use it without ``<image>``.
     eos : str, optional
         Appended to the answer (default: the tokenizer's ``eos_token``).
 
@@ -222,7 +235,8 @@ class VQACollator:
     Notes
     -----
     Loss on assistant tokens only (our default, as LLaVA's ``preprocess`` masks the human turn
-    with ``IGNORE_INDEX = -100``); padding is masked too.
+    with ``IGNORE_INDEX = -100``), of every assistant turn of a multi-turn record (turns
+    alternate human, gpt: ``prompt answer</s> prompt answer</s>``); padding is masked too.
     """
 
     def __init__(
@@ -249,42 +263,80 @@ class VQACollator:
             return (
                 pixels if isinstance(pixels, Image.Image) else Image.fromarray(np.asarray(pixels))
             )
+        if "image" not in record:
+            raise ValueError(f"record {record.get('id')!r} has neither `image` nor `pixels`")
         path = Path(record["image"])
         if self.image_root is not None:
             path = Path(self.image_root) / path
         return Image.open(path).convert("RGB")
 
     @staticmethod
-    def _turns(record) -> tuple[str, str]:
+    def _turns(record) -> list[tuple[str, str]]:
+        if not isinstance(record, dict):
+            raise TypeError(f"records must be dicts, got {type(record).__name__}")
+        if "messages" in record:
+            raise ValueError(
+                f"record {record.get('id')!r} is a ShareGPT record (`messages`): build with "
+                "format='llava' for training"
+            )
         turns = record.get("conversations")
-        if not turns or len(turns) < 2:
-            raise ValueError(f"record {record.get('id')!r} needs a human and a gpt turn")
-        question = turns[0]["value"].replace("<image>", "").strip()
-        return question, turns[1]["value"]
+        if not turns or len(turns) < 2 or len(turns) % 2:
+            raise ValueError(
+                f"record {record.get('id')!r} needs human and gpt turns in pairs, got "
+                f"{0 if not turns else len(turns)} turn(s)"
+            )
+        pairs = []
+        for k in range(0, len(turns), 2):
+            human, gpt = turns[k], turns[k + 1]
+            if human.get("from") != "human" or gpt.get("from") not in ("gpt", "assistant"):
+                raise ValueError(
+                    f"record {record.get('id')!r}: turns {k} and {k + 1} must be human then gpt"
+                )
+            pairs.append((human["value"].replace("<image>", "").strip(), gpt["value"]))
+        return pairs
+
+    def _texts(self, pairs: list[tuple[str, str]]) -> tuple[str, list[str]]:
+        """The full text and the prefixes where label masking switches (before an answer: on;
+        after it: off)."""
+        later = self.template.replace("<image>\n", "").replace("<image>", "")
+        text, cuts = "", []
+        for k, (question, answer) in enumerate(pairs):
+            prompt = (self.template if k == 0 else later).format(question=question)
+            text = prompt if k == 0 else f"{text} {prompt}"
+            cuts.append(text)
+            text = f"{text} {answer}{self.eos}"
+            cuts.append(text)
+        return text, cuts[:-1]
 
     def __call__(self, records: Sequence[dict]) -> dict[str, Any]:
         """Tokenize `records` into ``input_ids, attention_mask, pixel_values, labels``."""
-        images, prompts, fulls = [], [], []
+        images, cuts, fulls = [], [], []
         for record in records:
-            question, answer = self._turns(record)
-            prompt = self.template.format(question=question)
+            full, record_cuts = self._texts(self._turns(record))
             images.append(self._image(record))
-            prompts.append(prompt)
-            fulls.append(f"{prompt} {answer}{self.eos}")
+            cuts.append(record_cuts)
+            fulls.append(full)
         batch = self.processor(images=images, text=fulls, return_tensors="pt", padding=True)
         labels = batch["input_ids"].clone()
         labels[batch["attention_mask"] == 0] = -100
-        for row, (image, prompt) in enumerate(zip(images, prompts, strict=True)):
-            ids = self.processor(images=[image], text=[prompt], return_tensors="pt")["input_ids"][0]
+        for row, (image, record_cuts) in enumerate(zip(images, cuts, strict=True)):
             full = batch["input_ids"][row][batch["attention_mask"][row] == 1]
-            n = len(ids)
-            if n >= len(full) or not torch.equal(full[:n], ids):
-                raise ValueError(
-                    f"the prompt's tokens are not a prefix of record {row}'s full text: change "
-                    "`template` so that the answer starts a new token"
-                )
             start = int((batch["attention_mask"][row] == 1).nonzero()[0])  # left padding
-            labels[row, start : start + n] = -100
+            ends = []
+            for text in record_cuts:
+                ids = self.processor(images=[image], text=[text], return_tensors="pt")["input_ids"][
+                    0
+                ]
+                n = len(ids)
+                if n >= len(full) or not torch.equal(full[:n], ids):
+                    raise ValueError(
+                        f"the prompt's tokens are not a prefix of record {row}'s full text: "
+                        "change `template` so that the answer starts a new token"
+                    )
+                ends.append(n)
+            masked = [0, *ends]  # [0, before answer 1), [after answer 1, before answer 2), ...
+            for a, b in zip(masked[::2], masked[1::2], strict=True):
+                labels[row, start + a : start + b] = -100
         batch["labels"] = labels
         return dict(batch)
 
@@ -328,7 +380,8 @@ def train_stage(
     Raises
     ------
     ValueError
-        If `records` is empty or `config` is unknown.
+        If `records` is empty, `config` is unknown, or `config.lora` is False for a model that
+        already has LoRA adapters (merge them first: ``model.merge_and_unload()``).
     """
     import tempfile
 
@@ -343,7 +396,13 @@ def train_stage(
     records = list(records)
     if not records:
         raise ValueError("`records` is empty")
-    if config.lora and not any("lora_" in n for n, _ in model.named_parameters()):
+    has_lora = any("lora_" in n for n, _ in model.named_parameters())
+    if has_lora and not config.lora:
+        raise ValueError(
+            f"`model` has LoRA adapters (an earlier LoRA stage) but stage {config.name!r} has "
+            "lora=False: use lora=True, or merge them first (`model = model.merge_and_unload()`)"
+        )
+    if config.lora and not has_lora:
         from peft import LoraConfig, get_peft_model
 
         targets = sorted(

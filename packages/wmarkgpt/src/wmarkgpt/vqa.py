@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from icml25_core import as_generator, check_choice, data_path
+from icml25_core import as_generator, check_choice, check_scalar, data_path
 
 from .levels import VISIBILITY_LEVELS
 
@@ -138,7 +138,7 @@ def position_qa(wm_box, objects, *, rng=None, max_questions: int | None = None) 
     rng : int, Generator or None
         Seed of the order and subset of objects asked.
     max_questions : int, optional
-        Ask about at most this many objects.
+        Ask about at most this many objects (0 asks none).
 
     Returns
     -------
@@ -148,15 +148,17 @@ def position_qa(wm_box, objects, *, rng=None, max_questions: int | None = None) 
     Raises
     ------
     ValueError
-        If a box is malformed or `objects` is empty.
+        If a box is malformed, `objects` is empty or `max_questions` is negative.
     """
+    if max_questions is not None:
+        check_scalar(max_questions, "max_questions", kind=int, low=0)
     objs = _objects(objects)
     if not objs:
         raise ValueError("`objects` is empty: a position question needs an object")
     gen = as_generator(rng)
     order = gen.permutation(len(objs))
     if max_questions is not None:
-        order = order[: max(1, int(max_questions))]
+        order = order[: int(max_questions)]
     labels = ", ".join(POSITION_LABELS)
     qa = []
     for k in order:
@@ -259,6 +261,8 @@ def template_description(objects, wm_box, level: str, image_size=(224, 224)) -> 
     objs = _objects(objects)
     wm = _box(wm_box, "wm_box")
     w, h = image_size
+    if not (wm[0] >= 0 and wm[1] >= 0 and wm[2] <= w and wm[3] <= h):
+        raise ValueError(f"`wm_box` {tuple(wm_box)} is outside the {w}x{h} image")
     orientation = "horizontally" if wm[2] - wm[0] >= wm[3] - wm[1] else "vertically"
     near_edge = min(wm[0], wm[1], w - wm[2], h - wm[3]) < 0.1 * min(w, h)
     parts = [f"[template] The watermark is oriented {orientation}."]
@@ -308,7 +312,8 @@ def to_record(
     Raises
     ------
     ValueError
-        If a text is empty, `visibility` or `format` is unknown.
+        If a text is empty, `visibility` or `format` is unknown, or `gt_score` is not a finite
+        number in [0, 5].
     """
     check_choice(format, "format", ("llava", "sharegpt"))
     for name, value in (("image", image), ("question", question), ("answer", answer)):
@@ -320,6 +325,7 @@ def to_record(
     if visibility is not None:
         extra["visibility"] = visibility
     if gt_score is not None:
+        check_scalar(gt_score, "gt_score", low=0, high=5)
         extra["gt_score"] = float(gt_score)
     if format == "llava":
         return {
