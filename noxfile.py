@@ -169,16 +169,28 @@ def library_venv(session: nox.Session, kind: str, dist: str, folder: Path, extra
 
     Install quirks a library declares in its card are applied here: ``no-deps = [...]``
     requirements are installed with ``--no-deps`` afterwards (a dependency whose own metadata
-    would pull in something that breaks, e.g. a CUDA build of torch).
+    would pull in something that breaks, e.g. a CUDA build of torch). ``test-kernels = [...]``
+    names CPU kernel packages under ``kernels/`` built and installed into the test and bench
+    venvs, so their equality tests run wherever the library's tests do (the venv is rebuilt
+    when a kernel source changes).
     """
     declared = _pyproject(folder).get("project", {}).get("optional-dependencies", {})
     extras = [e for e in extras if e in declared]
     target = f"{folder}[{','.join(extras)}]" if extras else str(folder)
     stamp_files = (folder / "pyproject.toml", ROOT / "shared" / "pyproject.toml")
+    kernels = []
+    if kind in ("tests", "bench"):
+        pool = kernel_packages()
+        for name in card(folder).get("test-kernels", []):
+            if name not in pool:
+                session.error(f"{folder}: test-kernels names no package under kernels/: {name}")
+            kernels.append(str(pool[name]))
+            stamp_files += source_files(pool[name])
     return make_venv(
         session,
         f"{kind}-{dist}",
-        ["-e", str(ROOT / "shared"), "-e", target, *(dev_specs("mypy") if kind == "tests" else [])],
+        ["-e", str(ROOT / "shared"), "-e", target, *kernels]
+        + (dev_specs("mypy") if kind == "tests" else []),
         stamp_files=stamp_files,
         no_deps=tuple(card(folder).get("no-deps", [])),
     )
