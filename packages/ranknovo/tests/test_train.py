@@ -126,3 +126,40 @@ def test_ddp_two_gloo_processes_under_torchrun(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert proc.stdout.count("ok") == 2
     assert (tmp_path / "ckpt" / "last.pt").is_file()
+
+
+def test_fit_rejects_a_checkpoint_of_another_model_or_schedule(vocab, tmp_path):
+    ds = _dataset(vocab, 4)
+    torch.manual_seed(0)
+    fit(RankNovo(**TINY), make_loader(ds, 2), epochs=1, ckpt_dir=tmp_path)
+    with pytest.raises(
+        ValueError, match=r"`ckpt_dir`: .*last.pt was written for another model: dim=32"
+    ):
+        fit(RankNovo(**{**TINY, "dim": 64, "ff": 128}), make_loader(ds, 2), epochs=1,
+            ckpt_dir=tmp_path)  # fmt: skip
+    with pytest.raises(ValueError, match=r"`ckpt_dir`: .*last.pt was written by a run of epochs=1"):
+        fit(RankNovo(**TINY), make_loader(ds, 2), epochs=2, ckpt_dir=tmp_path)
+    (tmp_path / "last.pt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match=r"`ckpt_dir`: .*last.pt is not a readable"):
+        fit(RankNovo(**TINY), make_loader(ds, 2), epochs=1, ckpt_dir=tmp_path)
+
+
+def test_fit_logs_resume_and_a_finished_checkpoint(vocab, tmp_path):
+    ds = _dataset(vocab, 4)
+    torch.manual_seed(0)
+    fit(RankNovo(**TINY), make_loader(ds, 2), epochs=2, ckpt_dir=tmp_path, time_budget_s=1e-9)
+    lines: list[str] = []
+    hist = fit(RankNovo(**TINY), make_loader(ds, 2), epochs=2, ckpt_dir=tmp_path, log=lines.append)
+    assert lines[0].startswith("resumed from")
+    assert "at epoch 1/2" in lines[0]
+    assert hist["resumed_from"] == 1
+    lines.clear()
+    hist = fit(RankNovo(**TINY), make_loader(ds, 2), epochs=2, ckpt_dir=tmp_path, log=lines.append)
+    assert lines == [f"{tmp_path / 'last.pt'} already holds 2/2 epochs: nothing to train (use "
+                     "another ckpt_dir to train afresh)"]  # fmt: skip
+    assert hist["steps"] == 0
+
+
+def test_fit_needs_a_module(vocab):
+    with pytest.raises(TypeError, match="`model` must be a RankNovo"):
+        fit("model", make_loader(_dataset(vocab, 2), 2), epochs=1)

@@ -74,6 +74,10 @@ def _charge(value, where: str) -> int:
     if isinstance(value, list | tuple | np.ndarray):
         if len(value) == 0:
             raise ValueError(f"{where}: empty CHARGE")
+        if len(value) > 1:
+            raise ValueError(
+                f"{where}: several charges {[int(v) for v in value]} in CHARGE; write one"
+            )
         value = value[0]
     try:
         z = float(value)
@@ -105,9 +109,16 @@ def read_mgf(path, default_charge: int | None = None) -> list[Spectrum]:
     FileNotFoundError
         If `path` does not exist.
     ValueError
-        On a missing ``PEPMASS``, a missing or bad charge, NaN/inf or negative peaks, or
-        m/z and intensity arrays of different lengths; the message names the file and the
-        0-based spectrum index.
+        On a missing, non-finite or non-positive ``PEPMASS``, a missing or bad charge (several
+        charges such as ``2+ and 3+`` included), NaN/inf or negative peaks, m/z and intensity
+        arrays of different lengths, or a spectrum without ``END IONS``; the message names the
+        file and the 0-based spectrum index. Also when a non-empty file holds no
+        ``BEGIN IONS`` block at all.
+
+    Notes
+    -----
+    Charges above a model's ``max_charge`` (10) and unknown tokens in ``SEQ=`` are read as
+    they are; :class:`CandidateSet` rejects them.
     """
     from pyteomics import mgf
 
@@ -118,12 +129,24 @@ def read_mgf(path, default_charge: int | None = None) -> list[Spectrum]:
         default_charge = int(check_scalar(default_charge, "default_charge", kind=int, low=1))
     out = []
     with mgf.read(str(path), use_index=False, convert_arrays=1) as reader:
-        for idx, rec in enumerate(reader):
+        idx = 0
+        records = iter(reader)
+        while True:
             where = f"{path.name}, spectrum {idx}"
+            try:
+                rec = next(records)
+            except StopIteration:
+                break
+            except (ValueError, TypeError, IndexError, KeyError) as exc:
+                raise ValueError(f"{where}: unreadable MGF record ({exc})") from None
+            if rec is None:  # pyteomics' answer to a block without END IONS
+                raise ValueError(f"{where}: no END IONS (truncated file?)")
             params = rec.get("params", {})
             pepmass = params.get("pepmass")
             if pepmass is None or pepmass[0] is None:
                 raise ValueError(f"{where}: no PEPMASS")
+            if not math.isfinite(float(pepmass[0])) or float(pepmass[0]) <= 0:
+                raise ValueError(f"{where}: PEPMASS {pepmass[0]!r} must be a positive number")
             charge_value = params.get("charge")
             if charge_value is None or len(charge_value) == 0:
                 if default_charge is None:
@@ -151,6 +174,11 @@ def read_mgf(path, default_charge: int | None = None) -> list[Spectrum]:
                     params=dict(params),
                 )
             )
+            idx += 1
+    if not out and path.read_text(errors="replace").strip():
+        raise ValueError(
+            f"`path`: {path.name} holds no BEGIN IONS ... END IONS block (not an MGF?)"
+        )
     return out
 
 
@@ -166,6 +194,8 @@ def preprocess(
     m/z range [min_mz, max_mz] (inclusive), remove peaks within `remove_precursor_tol` Da of the
     precursor at every charge 1..z (spectrum_utils' rule, adduct 1.007825), keep the `n_peaks`
     most intense, square-root the intensities, scale the maximum to 1 and then to unit L2 norm.
+    Peaks with an intensity <= 0 are dropped (:func:`read_mgf` rejects negative intensities; a
+    hand-made :class:`Spectrum` may hold them).
 
     Parameters
     ----------
@@ -244,9 +274,16 @@ def encode_candidates(
 
     Raises
     ------
+    TypeError
+        If `candidates` is a str (one peptide instead of a list of peptides).
     ValueError
         On an empty candidate list, an empty or too long candidate, an unknown token.
     """
+    if isinstance(candidates, str):
+        raise TypeError(
+            f"`candidates` must be a list of peptides, got the str {candidates!r} (wrap it in a "
+            "list: one spectrum's candidates are a list)"
+        )
     if len(candidates) == 0:
         raise ValueError("`candidates` is empty: each spectrum needs at least one candidate")
     enc = [vocab.encode(c) for c in candidates]
@@ -280,11 +317,18 @@ class CandidateSet(torch.utils.data.Dataset):
     vocab : Vocab, optional
     max_len : int, default=100
     unit : float, default=51.4238
+    max_charge : int, default=10
+        Highest charge allowed (the model's ``max_charge``).
 
     Raises
     ------
+    TypeError
+        If `candidates`, one of its entries or `truths` is a str (a peptide where a list of
+        peptides is expected), or a truth is not a peptide (e.g. None).
     ValueError
-        On mismatched lengths, an empty candidate list, NaN peaks, charges < 1.
+        On mismatched lengths, an empty candidate list, NaN peaks, a non-positive precursor
+        m/z, a charge that is not an integer in [1, `max_charge`], or `unit` / `max_len` out of
+        range.
     """
 
     def __init__(
@@ -296,8 +340,19 @@ class CandidateSet(torch.utils.data.Dataset):
         vocab: Vocab | None = None,
         max_len: int = 100,
         unit: float = UNIT,
+        max_charge: int = 10,
     ):
         self.vocab = vocab if vocab is not None else Vocab.massivekb()
+        max_len = int(check_scalar(max_len, "max_len", kind=int, low=1))
+        unit = float(check_scalar(unit, "unit", low=0, inclusive="neither"))
+        if not math.isfinite(unit):
+            raise ValueError(f"`unit` must be finite, got {unit}")
+        max_charge = int(check_scalar(max_charge, "max_charge", kind=int, low=1))
+        for name, value in (("candidates", candidates), ("truths", truths)):
+            if isinstance(value, str):
+                raise TypeError(
+                    f"`{name}` must be a list with one entry per spectrum, got the str {value!r}"
+                )
         prec = check_array(precursors, "precursors", ndim=2, shape=(None, 2), cast=np.float64)
         if len(spectra) != prec.shape[0] or len(candidates) != prec.shape[0]:
             raise ValueError(
@@ -306,8 +361,17 @@ class CandidateSet(torch.utils.data.Dataset):
             )
         if truths is not None and len(truths) != prec.shape[0]:
             raise ValueError(f"`truths` has {len(truths)} entries, expected {prec.shape[0]}")
-        if (prec[:, 1] < 1).any():
-            raise ValueError(f"`precursors` charge {prec[prec[:, 1] < 1, 1][0]} is below 1")
+        z = prec[:, 1]
+        bad = (z < 1) | (z > max_charge) | (z != np.round(z))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"`precursors[{i}]`: charge {z[i]:g} must be an integer in [1, "
+                f"max_charge={max_charge}]"
+            )
+        if (prec[:, 0] <= 0).any():
+            i = int(np.flatnonzero(prec[:, 0] <= 0)[0])
+            raise ValueError(f"`precursors[{i}]`: precursor m/z {prec[i, 0]:g} must be positive")
         self.spectra = [
             check_array(s, f"spectra[{i}]", ndim=2, shape=(None, 2), cast=np.float32)
             for i, s in enumerate(spectra)
@@ -315,10 +379,24 @@ class CandidateSet(torch.utils.data.Dataset):
         self.precursors = prec
         self.blocks = []
         for i, c in enumerate(candidates):
+            if isinstance(c, str):
+                raise TypeError(
+                    f"each `candidates[i]` must be a list of peptides, got the str {c!r} at "
+                    f"`candidates[{i}]` (write [[{c!r}]] for one spectrum with one candidate)"
+                )
             if len(c) == 0:
                 raise ValueError(f"`candidates[{i}]` is empty: each spectrum needs a candidate")
             self.blocks.append(encode_candidates(c, self.vocab, max_len))
-        self.truths = None if truths is None else [self.vocab.encode(t) for t in truths]
+        self.truths = None
+        if truths is not None:
+            self.truths = []
+            for i, t in enumerate(truths):
+                if not isinstance(t, str | Sequence):
+                    raise TypeError(
+                        f"`truths[{i}]` must be a peptide (str or token list), got "
+                        f"{type(t).__name__}"
+                    )
+                self.truths.append(self.vocab.encode(t))
         self.unit = unit
 
     def __len__(self) -> int:

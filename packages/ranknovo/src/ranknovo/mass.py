@@ -19,6 +19,7 @@ when it is importable and numpy otherwise.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,6 +50,13 @@ def _vocab(vocab: Vocab | None) -> Vocab:
     return vocab
 
 
+def _unit(unit) -> float:
+    unit = float(check_scalar(unit, "unit", low=0, inclusive="neither"))
+    if not math.isfinite(unit):
+        raise ValueError(f"`unit` must be a finite mass in Da, got {unit}")
+    return unit
+
+
 def _scaled_masses(peptide, vocab: Vocab, unit: float, name: str) -> list[float]:
     if isinstance(peptide, str):
         toks = vocab.tokenize(peptide)
@@ -75,13 +83,16 @@ def pmd(q, t, vocab: Vocab | None = None, unit: float = UNIT) -> float:
     -------
     float
         PMD in units of g; 0 for mass-identical sequences (I/L), 1 per unmatched residue.
+        An empty peptide is allowed: PMD against it is the other peptide's length. Leading and
+        trailing whitespace of a peptide string is ignored.
 
     Raises
     ------
     ValueError
-        On an unknown token (named with the peptide) or ``unit <= 0``.
+        On an unknown token (named with the peptide) or a `unit` that is not a positive
+        finite number.
     """
-    unit = float(check_scalar(unit, "unit", low=0, inclusive="neither"))
+    unit = _unit(unit)
     v = _vocab(vocab)
     return pmd_ref(_scaled_masses(q, v, unit, "q"), _scaled_masses(t, v, unit, "t"))
 
@@ -98,14 +109,14 @@ def rmd(q, t, vocab: Vocab | None = None, unit: float = UNIT) -> np.ndarray:
     -------
     numpy.ndarray of float64, shape (len(q),)
         Signed deviation per candidate token (an N-terminal modification counts as a token), in
-        units of g.
+        units of g. Against an empty `t` (P_t(0) = 0) it is the prefix sum P_q(i).
 
     Raises
     ------
     ValueError
         As :func:`pmd`.
     """
-    unit = float(check_scalar(unit, "unit", low=0, inclusive="neither"))
+    unit = _unit(unit)
     v = _vocab(vocab)
     return np.asarray(
         rmd_ref(_scaled_masses(q, v, unit, "q"), _scaled_masses(t, v, unit, "t")),
@@ -162,7 +173,7 @@ def _check_batch(q_ids, q_len, t_ids, t_len, masses, unit):
     q_len = check_array(q_len, "q_len", ndim=1, dtype="integer", cast=np.int64, allow_empty=True)
     t_len = check_array(t_len, "t_len", ndim=1, dtype="integer", cast=np.int64, allow_empty=True)
     masses = check_array(masses, "masses", ndim=1, dtype="floating", cast=np.float64)
-    unit = float(check_scalar(unit, "unit", low=0, inclusive="neither"))
+    unit = _unit(unit)
     n = q_ids.shape[0]
     for name, arr in (("t_ids", t_ids), ("q_len", q_len), ("t_len", t_len)):
         if arr.shape[0] != n:

@@ -151,14 +151,25 @@ def evaluate(
 
     Raises
     ------
+    TypeError
+        If `preds` or `trues` is a str (one peptide instead of a list) or a true peptide is
+        None.
     ValueError
         If `preds` and `trues` differ in length or are empty, or on an unknown token.
     """
     check_choice(compat, "compat", ("paper", "official"))
+    for name, value in (("preds", preds), ("trues", trues)):
+        if isinstance(value, str):
+            raise TypeError(
+                f"`{name}` must be a list with one peptide per spectrum, got the str {value!r}"
+            )
     if len(preds) != len(trues):
         raise ValueError(f"`preds` has {len(preds)} entries but `trues` has {len(trues)}")
     if len(trues) == 0:
         raise ValueError("`trues` is empty")
+    for i, t in enumerate(trues):
+        if t is None:
+            raise TypeError(f"`trues[{i}]` is None: every spectrum needs its true peptide")
     vocab = vocab if vocab is not None else Vocab.massivekb()
     n_correct = n_pred = n_true = n_pep = 0
     for p, t in zip(preds, trues, strict=True):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -136,6 +137,22 @@ class _DecoderLayer(nn.Module):
         return x + self.drop(self.ff(self.ln_ff(x)))
 
 
+def _check_isotopes(isotope_errors) -> tuple[int, ...]:
+    if isinstance(isotope_errors, str) or not isinstance(
+        isotope_errors, tuple | list | range | torch.Tensor
+    ):
+        raise TypeError(
+            f"`isotope_errors` must be a tuple of ints, got {type(isotope_errors).__name__}"
+        )
+    values = [int(v) if isinstance(v, torch.Tensor) else v for v in isotope_errors]
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise TypeError(f"`isotope_errors` must hold ints, got {v!r}")
+    if not values:
+        raise ValueError("`isotope_errors` is empty: pass (0,) to allow no isotope error")
+    return tuple(int(v) for v in values)
+
+
 class RankNovo(nn.Module):
     """The RankNovo reranker.
 
@@ -242,6 +259,11 @@ class RankNovo(nn.Module):
                 f"`precursors` must be float (B, 3) [mass, charge, m/z], got {precursors.dtype} "
                 f"{tuple(precursors.shape)}"
             )
+        if precursors.dtype in (torch.float16, torch.bfloat16):
+            raise ValueError(
+                f"`precursors` must be float32 or float64, got {precursors.dtype}: half precision "
+                "rounds a 2000 Da precursor mass by about 1 Da"
+            )
         if tokens.dtype != torch.int64 or tokens.dim() != 3:
             raise ValueError(
                 f"`tokens` must be int64 (B, R, C), got {tokens.dtype} {tuple(tokens.shape)}"
@@ -266,7 +288,8 @@ class RankNovo(nn.Module):
         bad = (z < 1) | (z > self.max_charge) | (z != z.round())
         if bad.any():
             raise ValueError(
-                f"`precursors` charge {float(z[bad][0])} outside [1, max_charge={self.max_charge}]"
+                f"`precursors` charge {float(z[bad][0]):g} must be an integer in "
+                f"[1, max_charge={self.max_charge}]"
             )
         if (tokens[:, 0, 0] != self.vocab.cls_id).any():
             raise ValueError(
@@ -276,19 +299,25 @@ class RankNovo(nn.Module):
 
     # ---------------------------------------------------------------- parts
     def encode_spectra(self, spectra: torch.Tensor, precursors: torch.Tensor):
-        """Spectrum memory (B, P+2, D) and its key padding mask (B, P+2), True = padding."""
+        """Spectrum memory (B, P+2, D) and its key padding mask (B, P+2), True = padding.
+
+        m/z values (the precursor mass of the latent peak included) go to the sinusoid in
+        float64 and intensities to the model's dtype, whatever the dtype of `spectra`: float16
+        peaks are widened, never the precursor mass narrowed.
+        """
         b = spectra.shape[0]
         pad = (spectra[..., 0] + spectra[..., 1]) == 0
         first = torch.stack(
             [
-                torch.zeros(b, device=spectra.device),
-                precursors[:, 0].to(spectra.dtype),
+                torch.zeros(b, dtype=torch.float64, device=spectra.device),
+                precursors[:, 0].to(torch.float64),
             ],
             dim=1,
         )  # (B, 2) m/z of the two latent peaks
-        mz = torch.cat([first, spectra[..., 0]], dim=1)
-        inten = torch.cat([self.latent.expand(b, 2).to(spectra.dtype), spectra[..., 1]], dim=1)
-        x = sinusoid(mz, self.dim) + self.peak_int(inten[..., None].float())
+        mz = torch.cat([first, spectra[..., 0].to(torch.float64)], dim=1)
+        wdtype = self.peak_int.weight.dtype
+        inten = torch.cat([self.latent.expand(b, 2).to(wdtype), spectra[..., 1].to(wdtype)], dim=1)
+        x = sinusoid(mz, self.dim) + self.peak_int(inten[..., None])
         pad = torch.cat([torch.zeros(b, 2, dtype=torch.bool, device=pad.device), pad], dim=1)
         return self.encoder(x, src_key_padding_mask=pad), pad
 
@@ -322,8 +351,9 @@ class RankNovo(nn.Module):
         Parameters
         ----------
         spectra : torch.Tensor of float, shape (B, P, 2)
-            Preprocessed peaks [m/z (Th), intensity], zero rows as padding.
-        precursors : torch.Tensor of float, shape (B, 3)
+            Preprocessed peaks [m/z (Th), intensity], zero rows as padding. Any float dtype;
+            float16 / bfloat16 peaks are widened (m/z to float64, intensities to float32).
+        precursors : torch.Tensor of float32 or float64, shape (B, 3)
             [neutral mass M (Da), charge z, m/z].
         tokens : torch.Tensor of int64, shape (B, R, C)
             Candidate blocks (:func:`ranknovo.data.collate`): ``<cls>`` + tokens + gaps, rows and
@@ -339,8 +369,9 @@ class RankNovo(nn.Module):
         Raises
         ------
         ValueError
-            On wrong shapes or dtypes, NaN peaks, charges outside [1, max_charge], blocks wider
-            than max_len, an empty candidate list or batch sizes that differ.
+            On wrong shapes or dtypes (half-precision `precursors` included), NaN peaks, charges
+            that are not integers in [1, max_charge], blocks wider than max_len, an empty
+            candidate list or batch sizes that differ.
         """
         self._check(spectra, precursors, tokens)
         memory, mem_pad = self.encode_spectra(spectra, precursors)
@@ -374,6 +405,7 @@ class RankNovo(nn.Module):
             isotope in `isotope_errors`) are skipped unless none passes (off by default,
             casanovo #479).
         isotope_errors : tuple of int, default=(0, 1)
+            Isotope offsets (in units of 1.00335 Da) tried by the precursor filter; non-empty.
 
         Returns
         -------
@@ -381,13 +413,31 @@ class RankNovo(nn.Module):
             Row index of the selected candidate.
         scores : torch.Tensor of float32, shape (B, R)
             Predicted PMD (+inf for padded rows).
+
+        Raises
+        ------
+        TypeError
+            If `isotope_errors` is not a sequence of ints.
+        ValueError
+            As :meth:`forward`; also on an empty `isotope_errors` or a negative
+            `precursor_tol_ppm`.
+        FloatingPointError
+            If a real candidate's predicted PMD is NaN (e.g. intensities far from the
+            preprocessed [0, 1] range: use :func:`ranknovo.preprocess`).
         """
+        isotopes = _check_isotopes(isotope_errors)
         was = self.training
         self.eval()
         try:
             scores, _ = self(spectra, precursors, tokens)
         finally:
             self.train(was)
+        if torch.isnan(scores).any():
+            b = int(torch.isnan(scores).any(dim=1).nonzero()[0, 0])
+            raise FloatingPointError(
+                f"the predicted PMD of spectrum {b} is NaN: are `spectra` preprocessed "
+                "(ranknovo.preprocess scales intensities to unit norm)?"
+            )
         sel = scores
         if precursor_tol_ppm is not None:
             tol = float(check_scalar(precursor_tol_ppm, "precursor_tol_ppm", low=0))
@@ -395,7 +445,7 @@ class RankNovo(nn.Module):
             cand = self.masses[tokens].sum(-1) + water  # (B, R) float64
             prec = precursors[:, 0].to(torch.float64)[:, None]
             ok = torch.zeros_like(cand, dtype=torch.bool)
-            for iso in isotope_errors:
+            for iso in isotopes:
                 ok |= ((prec - 1.00335 * iso - cand).abs() / cand * 1e6) <= tol
             ok &= torch.isfinite(scores)
             any_ok = ok.any(dim=1, keepdim=True)
@@ -416,18 +466,29 @@ class RankNovo(nn.Module):
         FileNotFoundError
             If `path` does not exist.
         ValueError
-            If the file holds no RankNovo config.
+            If the file is not a model written by :meth:`save` or ``fit`` (another kind of
+            file, no config, weights that do not match the config).
         """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"`path`: no model file at {str(path)!r}")
-        blob = torch.load(path, map_location=map_location, weights_only=True)
-        if not isinstance(blob, dict) or "config" not in blob:
-            raise ValueError(f"`path`: {str(path)!r} is not a ranknovo model file")
+        not_model = f"`path`: {str(path)!r} is not a ranknovo model file"
+        try:
+            blob = torch.load(path, map_location=map_location, weights_only=True)
+        except Exception as exc:  # pickle / zip / unpickler errors of a file of another kind
+            raise ValueError(f"{not_model} ({type(exc).__name__}: {exc})") from None
+        if not isinstance(blob, dict) or not isinstance(blob.get("config"), dict):
+            raise ValueError(not_model)
+        state = blob.get("state_dict", blob.get("model"))
+        if not isinstance(state, dict):
+            raise ValueError(f"{not_model}: it has no weights")
         cfg = dict(blob["config"])
         legacy = cfg.pop("legacy_nterm_mass", False)
-        model = cls(**cfg, vocab=Vocab.massivekb(legacy_nterm_mass=legacy))
-        model.load_state_dict(blob["state_dict"] if "state_dict" in blob else blob["model"])
+        try:
+            model = cls(**cfg, vocab=Vocab.massivekb(legacy_nterm_mass=legacy))
+            model.load_state_dict(state)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"{not_model} of this version: {str(exc).splitlines()[0]}") from None
         return model
 
     @classmethod

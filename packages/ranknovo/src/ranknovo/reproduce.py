@@ -37,7 +37,11 @@ PAPER = "0.738 vs best base 0.708 peptide recall, +3.0 points (README / Tab. 1, 
 SEED = 2007
 CANDIDATE_SEEDS = 10
 N_TRAIN = 4000
-TRAIN_BUDGET_S = 150.0
+# Fixed epoch counts (never a wall-time box: the result must not depend on the machine's load).
+# The first two runs used a 150 s box and got 2 and 3 epochs under different loads; 3 is the
+# count the less loaded run reached (README, Reproduction, says what each run gave).
+EPOCHS = 3
+FULL_EPOCHS = 5
 SMALL: dict = dict(dim=64, heads=4, ff=128, enc_layers=2, dec_layers=2, dropout=0.1)
 FULL: dict = dict(dim=128, heads=4, ff=256, enc_layers=4, dec_layers=4, dropout=0.1)
 
@@ -158,7 +162,7 @@ def run(full: bool = False, out=None) -> Report:
     test_keys = {vocab.to_massivekb(s.peptide or "").replace("I", "L") for s in spectra}
     peptides = [p for p in digest_fasta(fasta) if p.replace("I", "L") not in test_keys]
     sim = BaseModelSimulator(vocab=vocab)
-    budget = 1200.0 if full else TRAIN_BUDGET_S
+    epochs = FULL_EPOCHS if full else EPOCHS
     cfg = FULL if full else SMALL
     train_seeds = [SEED, SEED + 1, SEED + 2] if full else [SEED]
     report = Report(
@@ -170,7 +174,7 @@ def run(full: bool = False, out=None) -> Report:
             "base models": "6 simulated (precursor-consistent, correlated errors), calibrated on "
             "the simulator alone before RankNovo's first run: best 0.698, oracle 0.877",
             "training": f"{N_TRAIN} synthetic b/y spectra of FASTA tryptic peptides (test peptides "
-            f"excluded), time box {budget:.0f} s, model {cfg}",
+            f"excluded), {epochs} epochs, model {cfg}",
             "evaluation": f"{len(spectra)} real spectra x {CANDIDATE_SEEDS} candidate seeds",
             "full": full,
             "seed": SEED,
@@ -187,7 +191,7 @@ def run(full: bool = False, out=None) -> Report:
             seed_everything(seed)
             model = RankNovo(**cfg, use_col=use_col, vocab=vocab)
             hist = fit(
-                model, loader, epochs=5, lr=1e-3 if not full else 5e-4, time_budget_s=budget,
+                model, loader, epochs=epochs, lr=1e-3 if not full else 5e-4,
                 log=lambda line, tag=f"{name} seed {seed}": print(f"  [{tag}] {line}", flush=True),
             )  # fmt: skip
             model.eval()
@@ -240,16 +244,8 @@ def run(full: bool = False, out=None) -> Report:
             verdict, note = Verdict.NOT_REPRODUCED, "inconclusive (between the two rules)"
         return Claim(claim, PAPER, measured, verdict, rule, note), delta, p
 
-    c1, _d1, _p1 = judge("RankNovo beats the best single base model (peptide recall)", best)
-    report.claims.append(c1)
-    if strongest != best:
-        c2, _, _ = judge("RankNovo beats the strongest baseline of the run", strongest)
-    else:
-        c2, _, _ = judge("RankNovo beats the strongest baseline of the run (majority vote "
-                         "checked too)", best)  # fmt: skip
-    report.claims.append(c2)
-    c3, _, _ = judge("RankNovo beats majority vote over the six models", "majority vote")
-    report.claims.append(c3)
+    for claim, ref in _comparisons(best, strongest):
+        report.claims.append(judge(claim, ref)[0])
     report.notes.append(
         f"Training: {hist['epochs_done']} epochs, {hist['steps']} steps, losses "
         + ", ".join(f"{x:.3f}" for x in hist["losses"])
@@ -278,6 +274,24 @@ def run(full: bool = False, out=None) -> Report:
             report.figures.append("ranknovo_bars.png")
     report.runtime_s = time.perf_counter() - t0
     return report
+
+
+def _comparisons(best: str, strongest: str) -> list[tuple[str, str]]:
+    """The (claim, reference method) rows of the report, each reference once.
+
+    Always the best single base model and majority vote; the strongest baseline of the run is
+    one of the two, so its row is named after it instead of being repeated.
+    """
+    if strongest == "majority vote":
+        return [
+            ("RankNovo beats the best single base model (peptide recall)", best),
+            ("RankNovo beats the strongest baseline of the run (majority vote)", "majority vote"),
+        ]
+    return [
+        ("RankNovo beats the best single base model (peptide recall), the strongest baseline "
+         "of the run", best),
+        ("RankNovo beats majority vote over the six models", "majority vote"),
+    ]  # fmt: skip
 
 
 def main(out="reports", full: bool = False) -> tuple[Path, Path]:

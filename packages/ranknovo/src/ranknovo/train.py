@@ -137,6 +137,47 @@ def _schedule(optimizer, epochs: int, steps_per_epoch: int, warmup_epochs: int):
     return torch.optim.lr_scheduler.SequentialLR(optimizer, scheds, milestones=milestones)
 
 
+def _resume(ckpt: Path, model, opt, sched, device, epochs: int) -> int:
+    """Load ``last.pt`` into model, optimiser and schedule; return its epoch count."""
+    try:
+        blob = torch.load(ckpt, map_location=device, weights_only=False)
+    except Exception as exc:  # a truncated or foreign file
+        raise ValueError(
+            f"`ckpt_dir`: {ckpt} is not a readable ranknovo checkpoint ({type(exc).__name__}: "
+            f"{exc}); delete it or use another ckpt_dir"
+        ) from None
+    need = ("model", "optimizer", "scheduler", "epoch", "rng")
+    if not isinstance(blob, dict) or any(k not in blob for k in need):
+        raise ValueError(f"`ckpt_dir`: {ckpt} is not a ranknovo fit checkpoint")
+    if "epochs" in blob and int(blob["epochs"]) != epochs:
+        raise ValueError(
+            f"`ckpt_dir`: {ckpt} was written by a run of epochs={int(blob['epochs'])} (its "
+            f"learning-rate schedule), not epochs={epochs}; resume with the same epochs or use "
+            "another ckpt_dir"
+        )
+    mine, theirs = getattr(model, "config", None), blob.get("config")
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        keys = sorted((set(mine) | set(theirs)) - {"row_impl"})  # row_impl: same weights
+        diff = [k for k in keys if mine.get(k) != theirs.get(k)]
+        if diff:
+            what = ", ".join(f"{k}={theirs.get(k)!r} (now {mine.get(k)!r})" for k in diff)
+            raise ValueError(
+                f"`ckpt_dir`: {ckpt} was written for another model: {what}; use another "
+                "ckpt_dir or the same model settings"
+            )
+    try:
+        model.load_state_dict(blob["model"])
+        opt.load_state_dict(blob["optimizer"])
+        sched.load_state_dict(blob["scheduler"])
+    except (RuntimeError, ValueError, KeyError) as exc:
+        raise ValueError(
+            f"`ckpt_dir`: {ckpt} does not fit this model or schedule ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0]}); use another ckpt_dir"
+        ) from None
+    torch.set_rng_state(blob["rng"])
+    return int(blob["epoch"])
+
+
 def fit(
     model: torch.nn.Module,
     loader,
@@ -166,8 +207,9 @@ def fit(
     clip : float, default=1.5
         Gradient-norm clip (config.yaml).
     ckpt_dir : str or os.PathLike, optional
-        Where ``last.pt`` (model, optimiser, schedule, epoch, torch RNG state) is written after
-        every epoch (rank 0 only).
+        Where ``last.pt`` (model, optimiser, schedule, epoch, `epochs`, torch RNG state) is
+        written after every epoch (rank 0 only). A resume needs the same model configuration
+        and the same `epochs` (the schedule depends on it).
     warmup_epochs : int, default=1
     rmd_weight : float, default=1.0
     time_budget_s : float, optional
@@ -184,9 +226,19 @@ def fit(
 
     Raises
     ------
+    TypeError
+        If `model` is not a ``torch.nn.Module``.
     ValueError
-        On out-of-range arguments or an empty loader.
+        On out-of-range arguments, an empty loader, or a ``ckpt_dir/last.pt`` that cannot be
+        read or was written for another model configuration (the message names the file).
+
+    Notes
+    -----
+    On resume, `log` gets a line ``resumed from <file> at epoch k``; when the checkpoint
+    already holds `epochs` or more epochs, nothing is trained and `log` says so.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"`model` must be a RankNovo (torch.nn.Module), got {type(model).__name__}")
     epochs = int(check_scalar(epochs, "epochs", kind=int, low=1))
     lr = float(check_scalar(lr, "lr", low=0, inclusive="neither"))
     weight_decay = float(check_scalar(weight_decay, "weight_decay", low=0))
@@ -216,12 +268,15 @@ def fit(
     start, resumed = 0, None
     ckpt = Path(ckpt_dir) / "last.pt" if ckpt_dir is not None else None
     if ckpt is not None and ckpt.is_file():
-        blob = torch.load(ckpt, map_location=device, weights_only=False)
-        model.load_state_dict(blob["model"])
-        opt.load_state_dict(blob["optimizer"])
-        sched.load_state_dict(blob["scheduler"])
-        start = resumed = int(blob["epoch"])
-        torch.set_rng_state(blob["rng"])
+        start = resumed = _resume(ckpt, model, opt, sched, device, epochs)
+        if log is not None:
+            if start >= epochs:
+                log(
+                    f"{ckpt} already holds {start}/{epochs} epochs: nothing to train (use "
+                    "another ckpt_dir to train afresh)"
+                )
+            else:
+                log(f"resumed from {ckpt} at epoch {start}/{epochs}")
     t0 = time.perf_counter()
     losses, steps = [], 0
     epoch = start
@@ -255,6 +310,7 @@ def fit(
                     "optimizer": opt.state_dict(),
                     "scheduler": sched.state_dict(),
                     "epoch": epoch + 1,
+                    "epochs": epochs,
                     "rng": torch.get_rng_state(),
                     "config": getattr(model, "config", None),
                 },

@@ -231,11 +231,17 @@ class Vocab:
 
         Raises
         ------
+        TypeError
+            If `tokens` is neither a str nor a sequence (e.g. None), naming `name`.
         ValueError
             Naming `name`, the token and the peptide.
         """
         if isinstance(tokens, str):
             return self.tokenize(tokens)
+        if not isinstance(tokens, Sequence | np.ndarray):
+            raise TypeError(
+                f"`{name}` must be a peptide string or a token list, got {type(tokens).__name__}"
+            )
         toks = list(tokens)
         joined = "".join(str(t) for t in toks)
         for i, t in enumerate(toks):
