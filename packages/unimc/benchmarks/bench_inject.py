@@ -39,7 +39,7 @@ def main() -> None:
     x, t = torch.randn(b, 3, 32, 32), torch.rand(b)
     with torch.no_grad():
         plain = _time(lambda: dit(x, t), args.repeats)
-        h = inject_conditions(dit, d_cond=128)
+        h = inject_conditions(dit, d_cond=128, freeze=False)  # fresh model: see inject_conditions
         toks = tok(classes, boxes, kp, mask)
 
         def cond():

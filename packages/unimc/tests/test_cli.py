@@ -83,8 +83,18 @@ def test_tiny_reproduce_writes_report(tmp_path, monkeypatch):
     monkeypatch.setitem(reproduce.QUICK, "n_test", 4)
     monkeypatch.setitem(reproduce.QUICK, "batch", 2)
     monkeypatch.setitem(reproduce.QUICK, "sample_steps", 2)
-    _md, js = reproduce.main(tmp_path)
+    md, js = reproduce.main(tmp_path)
     data = json.loads(js.read_text())
+    # the cat fixture labels only eyes and nose, where COCO-17 and AP-10K sigmas agree: the
+    # note must not claim that the (equal) APs show that per-class sigmas matter
+    text = md.read_text()
+    assert "cannot show whether the per-class sigmas matter" in text
+    assert "left_eye, right_eye, nose" in text
+    assert "different keypoints: the per-class sigmas matter" not in text
+    assert "Resumed run" not in text
+    md2, _ = reproduce.main(tmp_path)  # every unit reused: the runtime says so
+    assert "Resumed run" in md2.read_text()
+    assert "A-seed0" in md2.read_text()
     assert len(data["claims"]) == 2
     assert data["claims"][1]["verdict"] == "reproduced"  # AP parity with raw pycocotools
     assert (tmp_path / "unimc_samples.png").exists()

@@ -40,7 +40,7 @@ def test_load_coco_keypoints_schema(tmp_path):
     assert r["keypoints"].shape == (2, 17, 3)
     assert r["caption"] == "two"
     assert r["instance_captions"] == ["a man", ""]
-    assert recs[1]["keypoints"].shape == (0, 0, 3)
+    assert recs[1]["keypoints"].shape == (0, 17, 3)  # no instance: the file's K
 
 
 def test_normalize_and_collate_pad_with_mask():

@@ -173,9 +173,9 @@ def test_inject_bad_input(kwargs, err, match):
 
 def test_inject_twice_rejected():
     dit = TinyDiT(image_size=8, patch_size=4, d_model=16, depth=1, n_heads=2)
-    inject_conditions(dit, d_cond=8)
+    inject_conditions(dit, d_cond=8, freeze=False)
     with pytest.raises(ValueError, match="already"):
-        inject_conditions(dit, d_cond=8)
+        inject_conditions(dit, d_cond=8, freeze=False)
 
 
 @pytest.mark.parametrize(
@@ -207,7 +207,7 @@ def test_runs_on_cuda(tokenizer, conds):
     tokenizer.to(dev)
     x, t = torch.randn(2, 3, 16, 16, device=dev), torch.rand(2, device=dev)
     base = dit(x, t)
-    h = inject_conditions(dit, d_cond=32)
+    h = inject_conditions(dit, d_cond=32, freeze=False)  # fresh model: zero output layer
     c, b, k, m = (a.to(dev) for a in conds())
     with h.condition(tokenizer(c, b, k, m)):
         assert torch.equal(dit(x, t), base)

@@ -263,3 +263,39 @@ def test_count_error_bad_input():
         count_error(_gt(), [_det(image_id=3)])
     with pytest.raises(ValueError, match="score_thr"):
         count_error(_gt(), [], math.nan)
+
+
+def _stats_from_arrays(e):
+    """The 10 keypoint stats read straight from COCOeval's accumulated arrays (one maxDets)."""
+    p, r = e.eval["precision"], e.eval["recall"]  # [T, R, K, A, M], [T, K, A, M]
+    t50 = int(np.argmin(np.abs(e.params.iouThrs - 0.5)))
+    t75 = int(np.argmin(np.abs(e.params.iouThrs - 0.75)))
+
+    def mean(x):
+        x = x[x > -1]
+        return float(x.mean()) if x.size else -1.0
+
+    cases = ((0, None), (0, t50), (0, t75), (1, None), (2, None))  # (area range, IoU thr)
+    out = [mean(p[:, :, :, a, 0] if t is None else p[t, :, :, a, 0]) for a, t in cases]
+    out += [mean(r[:, :, a, 0] if t is None else r[t, :, a, 0]) for a, t in cases]
+    return np.asarray(out)
+
+
+@pytest.mark.parametrize("n", [1, 2, 20, 100])
+def test_keypoint_ap_max_dets_equals_cocoeval_arrays(rng, n):
+    # pycocotools' keypoint summary only knows maxDets 20 (it gave -1 for every other N)
+    gt, dets = _scene(rng, n_dt=5)
+    sig = {1: COCO17.sigma_array(), 2: np.array([0.05, 0.07, 0.1, 0.089])}
+    res = keypoint_ap(gt, dets, sig, max_dets=n)
+    for cat in (1, 2):
+        e = _cocoeval(gt, dets, cat, sig[cat])
+        e.params.maxDets = [n]
+        with contextlib.redirect_stdout(io.StringIO()):
+            e.evaluate()
+            e.accumulate()
+        ref = _stats_from_arrays(e)
+        np.testing.assert_allclose(res[cat], ref, atol=1e-12)
+        assert res[cat][0] >= 0
+    if n == 1:  # one detection per image (of 5 per class) must lower the recall
+        full = keypoint_ap(gt, dets, sig)
+        assert res[1][5] < full[1][5]

@@ -122,6 +122,13 @@ def main(argv=None) -> int:
         from .skeletons import COCO17, get_skeleton
 
         ann = _read_json(args.ann, parser, "ann")
+        if not isinstance(ann, dict):
+            parser.error(
+                f"ann: {args.ann} is a JSON {type(ann).__name__}, not a COCO keypoint file "
+                "(a dict with images, annotations; a COCO results list has no image sizes)"
+            )
+        if args.out.exists() and not args.out.is_dir():
+            parser.error(f"--out: {args.out} exists and is not a folder")
         sk_of = {}
         for spec in args.skeleton:
             c, _, name = spec.partition("=")
@@ -136,11 +143,20 @@ def main(argv=None) -> int:
             records = load_coco_keypoints(ann, class_map={c: c for c in cats})
         except (ValueError, KeyError, TypeError) as err:
             parser.error(f"ann: {err}")
-        args.out.mkdir(parents=True, exist_ok=True)
-        for rec in records:
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            parser.error(f"--out: cannot create {args.out}: {err}")
+        stems = [Path(rec["file_name"] or f"{rec['image_id']}").stem for rec in records]
+        # images in different sub-folders may share a base name: add the image id to those
+        clash = {s for s in stems if stems.count(s) > 1}
+        for rec, stem in zip(records, stems, strict=True):
             sks = [sk_of.get(int(c), COCO17) for c in rec["classes"]]
             img = render_skeleton(rec["keypoints"], sks, (rec["width"], rec["height"]), width=2)
-            name = Path(rec["file_name"] or f"{rec['image_id']}.png").stem + ".png"
+            name = f"{stem}-{rec['image_id']}.png" if stem in clash else f"{stem}.png"
             img.save(args.out / name)
-        print(f"wrote {len(records)} images to {args.out}")
+        print(
+            f"wrote {len(records)} images to {args.out}"
+            + (f" ({len(clash)} shared base names: image id appended)" if clash else "")
+        )
     return 0

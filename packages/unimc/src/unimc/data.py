@@ -41,8 +41,11 @@ def load_coco_keypoints(path_or_dict, *, class_map: Mapping[int, int]) -> list[d
     FileNotFoundError
         If the file does not exist.
     ValueError
-        If the dict lacks ``images`` / ``annotations``, `class_map` is empty, or annotations of
-        one image have different K.
+        If the dict lacks ``images`` / ``annotations``, `class_map` is empty, an image lacks
+        ``id`` / ``width`` / ``height``, an annotation lacks ``image_id`` / ``category_id``
+        (or, for a mapped category, ``bbox`` / ``keypoints``), names an image that is not in
+        ``images``, has a keypoint list whose length is not a multiple of 3 or a bbox with a
+        negative size, or annotations of one image have different K.
     """
     if isinstance(path_or_dict, str | Path):
         data = json.loads(Path(path_or_dict).read_text())
@@ -55,17 +58,49 @@ def load_coco_keypoints(path_or_dict, *, class_map: Mapping[int, int]) -> list[d
     for key in ("images", "annotations"):
         if key not in data:
             raise ValueError(f"`path_or_dict` lacks the {key!r} list")
+    for im in data["images"]:
+        lacks = [key for key in ("id", "width", "height") if key not in im]
+        if lacks:
+            raise ValueError(f"`path_or_dict`: image {im.get('id', '?')} lacks {lacks}")
     by_img: dict[int, list[Mapping[str, Any]]] = {int(im["id"]): [] for im in data["images"]}
+    all_k = set()
     for a in data["annotations"]:
-        if int(a["category_id"]) in class_map and int(a["image_id"]) in by_img:
-            by_img[int(a["image_id"])].append(a)
+        lacks = [key for key in ("image_id", "category_id") if key not in a]
+        if lacks:
+            raise ValueError(f"`path_or_dict`: annotation {a.get('id', '?')} lacks {lacks}")
+        if int(a["category_id"]) not in class_map:
+            continue
+        aid = a.get("id", "?")
+        lacks = [key for key in ("bbox", "keypoints") if key not in a]
+        if lacks:
+            raise ValueError(f"`path_or_dict`: annotation {aid} lacks {lacks}")
+        if int(a["image_id"]) not in by_img:
+            raise ValueError(
+                f"`path_or_dict`: annotation {aid} names image_id {a['image_id']}, which is "
+                "not in `images`"
+            )
+        if len(a["keypoints"]) % 3:
+            raise ValueError(
+                f"`path_or_dict`: annotation {aid} has {len(a['keypoints'])} keypoint values, "
+                "not a multiple of 3 (x, y, v)"
+            )
+        bb = np.asarray(a["bbox"], dtype=np.float64)
+        if bb.shape != (4,) or not np.isfinite(bb).all() or (bb[2:] < 0).any():
+            raise ValueError(
+                f"`path_or_dict`: annotation {aid} needs a bbox [x, y, w, h] of finite values "
+                f"with w, h >= 0; got {a['bbox']!r}"
+            )
+        by_img[int(a["image_id"])].append(a)
+        all_k.add(len(a["keypoints"]) // 3)
+    # images without instances get the file's K (so that collate keeps 1 + K tokens a slot)
+    k_file = all_k.pop() if len(all_k) == 1 else 0
     out = []
     for im in data["images"]:
         anns = by_img[int(im["id"])]
         ks = {len(a["keypoints"]) // 3 for a in anns}
         if len(ks) > 1:
             raise ValueError(f"image {im['id']}: annotations with different K {sorted(ks)}")
-        k = ks.pop() if ks else 0
+        k = ks.pop() if ks else k_file
         boxes = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4)
         boxes[:, 2:] += boxes[:, :2]  # xywh -> xyxy
         out.append(
@@ -155,22 +190,40 @@ def collate(
     Raises
     ------
     ValueError
-        If `samples` is empty, `max_instances` < 1, or K / shapes disagree.
+        If `samples` is empty, `max_instances` < 1, a sample lacks ``classes`` / ``boxes`` /
+        ``keypoints``, or K / shapes disagree.
+    TypeError
+        If a sample's ``classes`` are not integers.
+
+    Notes
+    -----
+    If no sample has an instance, K is read from the empty ``keypoints`` arrays' shape
+    ``[0, K, 3]`` (what :func:`load_coco_keypoints` gives), else it is 0.
     """
     if not samples:
         raise ValueError("`samples` is empty")
     if isinstance(max_instances, bool) or not isinstance(max_instances, int) or max_instances < 1:
         raise ValueError(f"`max_instances` must be an int >= 1; got {max_instances!r}")
-    ks = set()
-    for s in samples:
+    ks: set[int] = set()
+    k_empty: set[int] = set()
+    for i, s in enumerate(samples):
+        lacks = [key for key in ("classes", "boxes", "keypoints") if key not in s]
+        if lacks:
+            raise ValueError(f"`samples[{i}]` lacks {lacks}")
         kp = np.asarray(s["keypoints"])
         if kp.ndim != 3 or kp.shape[-1] != 3:
             raise ValueError(f"`samples`: keypoints must have shape [N, K, 3]; got {kp.shape}")
-        if kp.shape[0]:
-            ks.add(kp.shape[1])
+        (ks if kp.shape[0] else k_empty).add(kp.shape[1])
+        c = np.asarray(s["classes"])
+        if c.size and c.dtype.kind not in "iu":
+            raise TypeError(
+                f"`samples[{i}]`: classes must be integers (class indices); got dtype {c.dtype}"
+            )
     if len(ks) > 1:
         raise ValueError(f"`samples` have different K {sorted(ks)}")
-    k = ks.pop() if ks else 0
+    k_empty.discard(0)
+    # a batch of empty images: K from the empty arrays' shape ([0, K, 3]) when they carry it
+    k = ks.pop() if ks else (k_empty.pop() if len(k_empty) == 1 else 0)
     n = max(1, min(max_instances, max(len(np.asarray(s["classes"])) for s in samples)))
     b = len(samples)
     classes = torch.zeros(b, n, dtype=torch.int64)

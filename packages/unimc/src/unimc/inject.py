@@ -10,6 +10,7 @@ self-attention, MM-DiT style) is the other plausible reading.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
@@ -284,6 +285,14 @@ class InjectionHandle:
         for layer in self.layers:
             yield from layer.parameters()
 
+    def named_parameters(self) -> Iterator[tuple[str, nn.Parameter]]:
+        """``(name, parameter)`` of the injected layers, named as in the model (e.g.
+        ``transformer_blocks.0.fuser.gamma``)."""
+        ids = {id(p) for p in self.parameters()}
+        for name, p in self.dit.named_parameters():
+            if id(p) in ids:
+                yield name, p
+
     def remove(self) -> None:
         """Remove the hooks and layers and unfreeze the backbone: the model is as before."""
         for h in self._hooks:
@@ -298,6 +307,21 @@ class InjectionHandle:
             p.requires_grad_(True)
         self._frozen.clear()
         self.layers = []
+
+
+#: Final output layer of each supported model kind (TinyDiT, diffusers DiT, PixArt).
+_OUTPUT_LAYERS = ("out", "proj_out_2", "proj_out")
+
+
+def _zero_output_layer(dit: nn.Module) -> str | None:
+    """Name of the model's final output layer if its weight is all zeros (a fresh adaLN-Zero
+    model), else None."""
+    for name in _OUTPUT_LAYERS:
+        layer = getattr(dit, name, None)
+        w = getattr(layer, "weight", None)
+        if isinstance(layer, nn.Module) and isinstance(w, torch.Tensor):
+            return name if not bool(torch.count_nonzero(w.detach())) else None
+    return None
 
 
 def inject_conditions(
@@ -336,7 +360,11 @@ def inject_conditions(
     d_model, n_heads : int, optional
         Block width and heads; read from the model's config when possible.
     freeze : bool, default=True
-        Freeze the backbone (``requires_grad=False``); only injected layers train.
+        Freeze the backbone (``requires_grad=False``); only injected layers train. Meant for
+        a PRETRAINED backbone: a freshly built adaLN-Zero model (e.g. a new :class:`TinyDiT`)
+        has an all-zero final layer, so with a frozen backbone its output ignores everything
+        upstream and the injected layers and tokenizer get zero gradients forever. Such a
+        model gets a ``UserWarning``; use ``freeze=False`` to train it from scratch.
 
     Returns
     -------
@@ -349,6 +377,11 @@ def inject_conditions(
     ValueError
         On an unknown `mode`, bad `blocks`, `"joint"` on a non-TinyDiT model, or a model already
         injected.
+
+    Warns
+    -----
+    UserWarning
+        With ``freeze=True`` on a model whose final output layer is all zeros (see `freeze`).
     """
     if mode not in ("gated", "joint"):
         raise ValueError(f"`mode` must be 'gated' or 'joint'; got {mode!r}")
@@ -374,6 +407,15 @@ def inject_conditions(
         if isinstance(getattr(blk, attr, None), nn.Module):
             raise ValueError("`dit` already has injected layers; call handle.remove() first")
     frozen = []
+    if freeze and kind != "blocks" and (zero := _zero_output_layer(dit)) is not None:
+        warnings.warn(
+            f"inject_conditions(freeze=True): the model's output layer `{zero}` is all zeros "
+            "(a freshly initialised adaLN-Zero model), so a frozen backbone's output does not "
+            "depend on the injected layers and they get zero gradients; load pretrained "
+            "weights first or pass `freeze`=False",
+            UserWarning,
+            stacklevel=2,
+        )
     if freeze:
         frozen = [p for p in dit.parameters() if p.requires_grad]
         for p in frozen:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -204,6 +205,14 @@ def _check_gt(gt_coco: Any) -> dict:
     return dict(gt_coco)
 
 
+def _check_score(score: Any) -> float:
+    if isinstance(score, bool) or not isinstance(score, int | float | np.integer | np.floating):
+        raise TypeError(f"`dets`: a detection's 'score' must be a number; got {score!r}")
+    if not np.isfinite(float(score)):
+        raise ValueError("`dets`: a detection has a NaN/inf 'score'")
+    return float(score)
+
+
 def keypoint_ap(
     gt_coco: Mapping[str, Any],
     dets: Sequence[Mapping[str, Any]],
@@ -228,7 +237,10 @@ def keypoint_ap(
         Sigmas per category id; every category to evaluate must be listed (no default: a
         silent COCO-17 fallback is the classic bug, cocoapi #264).
     max_dets : int, default=20
-        Detections kept per image (COCO keypoints: 20).
+        Detections kept per image, highest scores first (COCO keypoints: 20). pycocotools'
+        keypoint summary is hard-wired to maxDets 20, so for another N the evaluation and
+        accumulation run with ``params.maxDets = [N]`` and the summary reads those arrays
+        (the same numbers as ``COCOeval.eval["precision"/"recall"]`` with ``maxDets=[N]``).
 
     Returns
     -------
@@ -241,6 +253,14 @@ def keypoint_ap(
     ValueError
         If a category of the gt has no sigmas, sigma length differs from an annotation's K, a
         detection names an unknown image/category, or the inputs are malformed.
+    TypeError
+        If a detection's ``score`` is not a number.
+
+    Warns
+    -----
+    UserWarning
+        If a gt annotation's ``num_keypoints`` differs from its count of v > 0 (pycocotools
+        trusts ``num_keypoints``: it ignores a gt with 0).
     """
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
@@ -260,6 +280,7 @@ def keypoint_ap(
             raise ValueError(f"`sigmas_by_class[{c}]` must be a 1-D array of finite values > 0")
         sig[c] = s
     img_ids = {int(im["id"]) for im in gt["images"]}
+    bad_num: list[Any] = []
     for a in gt["annotations"]:
         missing = [
             key
@@ -289,6 +310,17 @@ def keypoint_ap(
                 f"gt annotation of category {c} has {len(a['keypoints']) // 3} keypoints but "
                 f"`sigmas_by_class[{c}]` has {sig[c].size}"
             )
+        n_lab = int((np.asarray(a["keypoints"], dtype=np.float64)[2::3] > 0).sum())
+        if int(a["num_keypoints"]) != n_lab:
+            bad_num.append(a.get("id", "?"))
+    if bad_num:
+        warnings.warn(
+            f"`gt_coco`: {len(bad_num)} annotation(s) (ids {bad_num[:5]}) have a "
+            "`num_keypoints` different from their count of v > 0; pycocotools ignores a gt "
+            "with num_keypoints = 0 whatever its keypoints",
+            UserWarning,
+            stacklevel=2,
+        )
     if not isinstance(dets, Sequence) or isinstance(dets, str | bytes):
         raise TypeError("`dets` must be a list of COCO result dicts")
     dets = [dict(d) for d in dets]
@@ -304,8 +336,7 @@ def keypoint_ap(
         kp = np.asarray(d["keypoints"], dtype=np.float64)
         if kp.size != 3 * sig[c].size or not np.isfinite(kp).all():
             raise ValueError(f"a detection of category {c} needs {3 * sig[c].size} finite values")
-        if not np.isfinite(float(d["score"])):
-            raise ValueError("a detection has a NaN/inf score")
+        _check_score(d["score"])
     coco_gt = COCO()
     coco_gt.dataset = copy.deepcopy(gt)
     _quiet(coco_gt.createIndex)
@@ -328,6 +359,9 @@ def keypoint_ap(
         ev.params.maxDets = [max_dets]
         _quiet(ev.evaluate)
         _quiet(ev.accumulate)
+        # pycocotools' _summarizeKps looks up maxDets == 20 by value; the accumulated arrays
+        # have one maxDets slot (N), so label that slot 20 for the summary (same arrays).
+        ev.params.maxDets = [20]
         _quiet(ev.summarize)
         out[c] = np.asarray(ev.stats, dtype=np.float64)
     stack = np.stack([out[c] for c in cats])
@@ -372,11 +406,27 @@ def count_error(
     Raises
     ------
     ValueError
-        On malformed input, a NaN threshold or a detection of an unknown image.
+        On malformed input, a NaN threshold, a detection of an unknown image or without
+        ``score``, or a `category_id` that is not among the gt ``categories``.
+    TypeError
+        If a detection's ``score`` is not a number.
     """
     gt = _check_gt(gt_coco)
     if not np.isfinite(float(score_thr)):
         raise ValueError("`score_thr` must be finite")
+    if category_id is not None:
+        cats = {int(c["id"]) for c in gt["categories"]}
+        if int(category_id) not in cats:
+            raise ValueError(
+                f"`category_id` {category_id} is not a category of `gt_coco` {sorted(cats)}"
+            )
+    if not isinstance(dets, Sequence) or isinstance(dets, str | bytes):
+        raise TypeError("`dets` must be a list of COCO result dicts")
+    for d in dets:
+        for key in ("image_id", "score") + (("category_id",) if category_id is not None else ()):
+            if key not in d:
+                raise ValueError(f"`dets`: a detection lacks {key!r}")
+        _check_score(d["score"])
     ids = [int(im["id"]) for im in gt["images"]]
     n_gt = dict.fromkeys(ids, 0)
     n_dt = dict.fromkeys(ids, 0)
@@ -397,6 +447,22 @@ def count_error(
     return float(np.mean([abs(n_gt[i] - n_dt[i]) for i in ids]))
 
 
+def _with_width(feature: Any, width: int) -> Any:
+    import torch
+
+    class WithWidth(torch.nn.Module):
+        num_features = width
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.feature = feature
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.feature(x)
+
+    return WithWidth()
+
+
 def fid_kid(
     real,
     fake,
@@ -409,22 +475,23 @@ def fid_kid(
     """FID and KID through torchmetrics with YOUR feature extractor (extra ``[metrics]``).
 
     No hub weights and no torch-fidelity Inception: `feature` is any ``nn.Module`` mapping an
-    image batch ``[B, 3, H, W]`` to features ``[B, F]``. Give it an int attribute
-    ``num_features`` = F; otherwise torchmetrics probes it once with a random batch
-    ``[1, 3, 299, 299]`` (float when `normalize`, else uint8) to learn F.
+    image batch ``[B, 3, H, W]`` to features ``[B, F]``. F is read from its int attribute
+    ``num_features`` if it has one, else from its output on two of your images.
 
     Parameters
     ----------
     real, fake : Tensor, shape [N, 3, H, W]
-        Images (float in [0, 1] when `normalize`, else uint8).
+        Images: floating in [0, 1] when `normalize`, else uint8 (checked). `real` and `fake`
+        may differ in N and in H, W (your extractor must accept both, e.g. by pooling).
     feature : nn.Module
-        Feature extractor.
+        Feature extractor; must return ``[B, F]`` (checked on two images of each side).
     kid_subset_size : int, default=50
         KID subset size (clipped to the smaller image count).
     kid_subsets : int, default=10
         KID subsets.
     normalize : bool, default=True
-        Images are floats in [0, 1] (torchmetrics' flag).
+        Images are floats in [0, 1] (torchmetrics' flag); ``False``: uint8 in [0, 255]. With
+        a custom extractor torchmetrics passes the images to it unchanged either way.
 
     Returns
     -------
@@ -436,7 +503,10 @@ def fid_kid(
     ImportError
         Without torchmetrics (``pip install 'unimc[metrics]'``).
     ValueError
-        On fewer than 2 images per side or mismatched shapes.
+        On fewer than 2 images per side, a shape other than ``[N, 3, H, W]``, NaN/inf, a
+        dtype or value range that does not match `normalize` (e.g. uint8 or 0-255 floats
+        with ``normalize=True``), or features that are not ``[B, F]`` with the same F for
+        both sides.
     """
     try:
         from torchmetrics.image.fid import FrechetInceptionDistance
@@ -452,8 +522,45 @@ def fid_kid(
             raise ValueError(f"`{name}` needs at least 2 images")
         if t.is_floating_point() and not torch.isfinite(t).all():
             raise ValueError(f"`{name}` contains NaN or inf")
+        if normalize:
+            if not t.is_floating_point():
+                raise ValueError(
+                    f"`{name}` is {t.dtype} but `normalize`=True expects floats in [0, 1] "
+                    f"(convert with {name}.float() / 255, or pass normalize=False for uint8)"
+                )
+            lo, hi = float(t.min()), float(t.max())
+            if lo < 0.0 or hi > 1.0:
+                raise ValueError(
+                    f"`{name}` has values in [{lo:.4g}, {hi:.4g}] but `normalize`=True expects "
+                    "[0, 1] (divide 0-255 images by 255)"
+                )
+        elif t.dtype != torch.uint8:
+            raise ValueError(
+                f"`{name}` is {t.dtype} but `normalize`=False expects uint8 in [0, 255] "
+                "(pass floats in [0, 1] with normalize=True)"
+            )
     if not isinstance(feature, torch.nn.Module):
         raise TypeError("`feature` must be an nn.Module (no default Inception: no hub weights)")
+    widths = []
+    with torch.no_grad():
+        for name, t in (("real", real), ("fake", fake)):
+            f = feature(t[:2])
+            if not isinstance(f, torch.Tensor) or f.ndim != 2 or f.shape[0] != 2:
+                shape = tuple(f.shape) if isinstance(f, torch.Tensor) else type(f).__name__
+                raise ValueError(
+                    f"`feature` must map `{name}` [B, 3, H, W] to features [B, F]; got {shape} "
+                    "for B = 2 (flatten or pool its output)"
+                )
+            widths.append(int(f.shape[1]))
+    nf = getattr(feature, "num_features", None)
+    if widths[0] != widths[1] or (isinstance(nf, int) and nf != widths[0]):
+        raise ValueError(
+            f"`feature` gives F = {widths[0]} for `real` and {widths[1]} for `fake`"
+            + (f" but its `num_features` is {nf}" if isinstance(nf, int) else "")
+        )
+    if not hasattr(feature, "num_features"):
+        # give torchmetrics the width we measured: its own probe is a 299 x 299 image
+        feature = _with_width(feature, widths[0])
     fid = FrechetInceptionDistance(feature=feature, normalize=normalize)
     sub = min(kid_subset_size, real.shape[0], fake.shape[0])
     kid = KernelInceptionDistance(

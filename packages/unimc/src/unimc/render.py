@@ -49,7 +49,8 @@ def render_skeleton(
     Raises
     ------
     ValueError
-        On wrong shapes, NaN/inf, a K different from the skeleton, or a bad size/colours.
+        On wrong shapes, NaN/inf, a K different from the skeleton, a bad size, colours that
+        are not RGB triples of ints in [0, 255], or a `width` < 1.
     """
     k = np.asarray(keypoints, dtype=np.float64)
     if k.ndim != 3 or k.shape[2] != 3:
@@ -64,6 +65,13 @@ def render_skeleton(
     cols = [(255, 255, 255)] * len(k) if colors is None else [tuple(c) for c in colors]
     if len(cols) != len(k):
         raise ValueError(f"`colors` must give one colour per instance ({len(k)})")
+    for c in cols:
+        if len(c) != 3 or not all(
+            isinstance(v, int | np.integer) and not isinstance(v, bool) and 0 <= v <= 255 for v in c
+        ):
+            raise ValueError(f"`colors` must be RGB tuples of 3 ints in [0, 255]; got {c!r}")
+    if isinstance(width, bool) or not isinstance(width, int | np.integer) or width < 1:
+        raise ValueError(f"`width` must be an int >= 1; got {width!r}")
     img = Image.new("RGB", (int(size[0]), int(size[1]))) if image is None else image
     draw = ImageDraw.Draw(img)
     for inst, sk, col in zip(k, sks, cols, strict=True):

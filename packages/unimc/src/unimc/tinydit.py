@@ -106,7 +106,8 @@ class TinyDiT(nn.Module):
     Raises
     ------
     ValueError
-        If `patch_size` does not divide `image_size` or `n_heads` does not divide `d_model`.
+        If a size is not an int >= 1, `patch_size` does not divide `image_size` or `n_heads`
+        does not divide `d_model`.
     """
 
     _unimc_protocol = True
@@ -122,6 +123,16 @@ class TinyDiT(nn.Module):
         control_channels: int = 0,
     ) -> None:
         super().__init__()
+        for name, val in (
+            ("image_size", image_size),
+            ("in_channels", in_channels),
+            ("patch_size", patch_size),
+            ("d_model", d_model),
+            ("depth", depth),
+            ("n_heads", n_heads),
+        ):
+            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+                raise ValueError(f"`{name}` must be an int >= 1; got {val!r}")
         if image_size % patch_size:
             raise ValueError(f"`patch_size`={patch_size} must divide `image_size`={image_size}")
         if d_model % n_heads:
@@ -173,7 +184,24 @@ class TinyDiT(nn.Module):
         Returns
         -------
         Tensor, shape [B, C, H, W]
+
+        Raises
+        ------
+        ValueError
+            If `x` is not a floating ``[B, in_channels, image_size, image_size]`` tensor
+            (float64 only for a float64 model), or `t` has neither 1 nor B entries.
         """
+        want = (self.in_channels, self.image_size, self.image_size)
+        if not isinstance(x, torch.Tensor) or x.ndim != 4 or tuple(x.shape[1:]) != want:
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"`x` must have shape [B, {', '.join(map(str, want))}]; got {got}")
+        if not x.is_floating_point() or (
+            x.dtype == torch.float64 and self.pos.dtype != torch.float64
+        ):
+            raise ValueError(f"`x` is {x.dtype} but the model is {self.pos.dtype}")
+        if not isinstance(t, torch.Tensor) or t.numel() not in (1, x.shape[0]):
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"`t` must be a tensor of 1 or B={x.shape[0]} times; got {got}")
         b, _, hgt, wid = x.shape
         p = self.patch_size
         z = self.patch(x).flatten(2).transpose(1, 2) + self.pos
