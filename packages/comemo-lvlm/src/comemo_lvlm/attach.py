@@ -2,9 +2,11 @@
 
 Before decoder layer ``i`` with ``(i + 1) % every_n == 0`` (official ``MixinConfig``, k = 4) a
 :class:`~comemo_lvlm.memory.GatedCrossAttentionBlock` updates the hidden states. The blocks are
-registered as ``lm.comemo_blocks`` (a ``ModuleDict`` keyed by layer index), so every key of the
-base model's ``state_dict`` keeps its name; the per-batch media live in a context object set by
-:meth:`MemoryPath.condition`, never in module attributes.
+registered as ``lm.comemo_blocks`` (a ``ModuleDict`` keyed by layer index): every key of the
+base model's ``state_dict`` keeps its name and value, and the blocks *add* ``comemo_blocks.*``
+keys (so a strict ``lm.load_state_dict(base_checkpoint)`` after attaching reports them missing:
+load base weights before attaching, or with ``strict=False``). The per-batch media live in a
+context object set by :meth:`MemoryPath.condition`, never in module attributes.
 """
 
 from __future__ import annotations
@@ -137,6 +139,7 @@ class MemoryPath:
         Parameters
         ----------
         media : torch.Tensor of float, shape (B, M, D_media)
+            Any float dtype; the blocks cast it to the hidden states' dtype.
         text_positions : torch.Tensor of int64, shape (B, L)
             Ids of the tokens of this forward (L = 1 in a cached decode step).
         media_positions : torch.Tensor of int64, shape (B, M)
@@ -146,9 +149,15 @@ class MemoryPath:
         ------
         RuntimeError
             After :meth:`detach`.
+        TypeError
+            ``media`` is not a float tensor.
         """
         if not self._handles:
             raise RuntimeError("this MemoryPath was detached")
+        if not isinstance(media, torch.Tensor) or not media.is_floating_point():
+            raise TypeError(
+                f"media must be a float tensor, got {getattr(media, 'dtype', type(media).__name__)}"
+            )
         ctx = MemoryContext(media, text_positions, media_positions, media_mask)
         previous = self._ctx
         self._ctx = ctx
@@ -205,6 +214,13 @@ def attach_memory_path(
     Returns
     -------
     MemoryPath
+
+    Notes
+    -----
+    ``lm.state_dict()`` keeps every base key unchanged and gains ``comemo_blocks.<layer>.*``
+    keys. Load a base (non-CoMemo) checkpoint before attaching, or after it with
+    ``lm.load_state_dict(sd, strict=False)`` (the returned ``missing_keys`` are then exactly the
+    ``comemo_blocks.*`` keys). :meth:`MemoryPath.detach` removes the added keys.
 
     Raises
     ------

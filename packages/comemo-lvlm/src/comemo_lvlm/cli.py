@@ -28,7 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     pos.add_argument("--tile", type=positive_int, default=448, help="tile side in px (default 448)")
     pos.add_argument("--T", type=positive_int, default=16, help="tokens per tile side (default 16)")
     pos.add_argument("--layout", choices=("exact", "comemo_compat"), default="exact")
-    pos.add_argument("--heatmap", type=Path, default=None, help="write a heat map PNG of the ids")
+    pos.add_argument(
+        "--heatmap",
+        type=Path,
+        default=None,
+        help="write a heat map PNG of the ids (needs the [plot] extra: matplotlib)",
+    )
     add_reproduce_command(
         commands,
         description="Measure the paper's RoPE-DHR claims on scikit-image photos; write the "
@@ -43,6 +48,14 @@ def _positions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     from .positions import image_position_ids
     from .tiling import closest_grid
 
+    if args.heatmap is not None:
+        try:
+            import matplotlib
+        except ImportError:
+            parser.error(
+                "argument --heatmap: needs matplotlib; install it with "
+                "pip install 'comemo-lvlm[plot]' (or drop --heatmap)"
+            )
     try:
         with Image.open(args.image) as img:
             size = img.size
@@ -61,8 +74,6 @@ def _positions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     print(f"position ids used: RoPE-DHR {len(set(ids.tolist()))}, plain RoPE {n_tok}")
     print(f"text after </img> shifted down by {n_tok - T * T} positions ({args.layout} layout)")
     if args.heatmap is not None:
-        import matplotlib
-
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         import numpy as np

@@ -35,11 +35,15 @@ def attention_allocation(
     ------
     ValueError
         Wrong rank, NaN, empty or out-of-range segments.
+    TypeError
+        A non-float ``attn``.
     """
     if not isinstance(attn, torch.Tensor) or attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
         raise ValueError(
             f"attn must have shape (B, H, L, L), got {tuple(getattr(attn, 'shape', ()))}"
         )
+    if not attn.is_floating_point():
+        raise TypeError(f"attn must be a float tensor of probabilities, got {attn.dtype}")
     if attn.numel() == 0 or not bool(torch.isfinite(attn).all()):
         raise ValueError("attn must be non-empty and finite")
     L = attn.shape[-1]

@@ -23,6 +23,12 @@ from .rope import _check_pos, apply_rope
 __all__ = ["GatedCrossAttentionBlock", "RMSNorm"]
 
 
+def _pos_int(name: str, v: object) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return v
+
+
 class RMSNorm(nn.Module):
     """Root-mean-square norm with a learned scale (computed in float32).
 
@@ -32,10 +38,18 @@ class RMSNorm(nn.Module):
         Feature width.
     eps : float, default=1e-5
         Added to the mean square (official value).
+
+    Raises
+    ------
+    ValueError
+        ``dim`` is not a positive int or ``eps`` is not a finite number >= 0.
     """
 
     def __init__(self, dim: int, eps: float = 1e-5) -> None:
         super().__init__()
+        _pos_int("dim", dim)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < math.inf:
+            raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
 
@@ -44,12 +58,6 @@ class RMSNorm(nn.Module):
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * xf.to(x.dtype)
-
-
-def _pos_int(name: str, v: object) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"{name} must be a positive int, got {v!r}")
-    return v
 
 
 class GatedCrossAttentionBlock(nn.Module):
@@ -143,6 +151,10 @@ class GatedCrossAttentionBlock(nn.Module):
             )
         if media.shape[-1] != self.d_media:
             raise ValueError(f"media width {media.shape[-1]} != d_media {self.d_media}")
+        if not x.is_floating_point():
+            raise TypeError(f"x (hidden states) must be a float tensor, got {x.dtype}")
+        if not media.is_floating_point():
+            raise TypeError(f"media must be a float tensor, got {media.dtype}")
         _check_pos(text_pos, "text_pos")
         _check_pos(media_pos, "media_pos")
         if tuple(text_pos.shape) != tuple(x.shape[:2]):
@@ -178,7 +190,7 @@ class GatedCrossAttentionBlock(nn.Module):
         x : torch.Tensor of float, shape (B, L, D)
             Hidden states entering the decoder layer.
         media : torch.Tensor of float, shape (B, M, D_media)
-            Image tokens V (projector output), finite.
+            Image tokens V (projector output), finite; cast to ``x``'s dtype when it differs.
         text_pos : torch.Tensor of int64, shape (B, L)
             RoPE ids of the text tokens (RoPE-DHR ids of the context path).
         media_pos : torch.Tensor of int64, shape (B, M)
@@ -195,9 +207,11 @@ class GatedCrossAttentionBlock(nn.Module):
         ValueError
             Shape/width mismatch, NaN/inf in ``media``.
         TypeError
-            Float position ids.
+            Float position ids, non-float ``x`` or ``media``.
         """
         self._validate(x, media, text_pos, media_pos, media_mask)
+        if media.dtype != x.dtype:
+            media = media.to(x.dtype)
         B, L, _ = x.shape
         M = media.shape[1]
         H, dh = self.n_heads, self.head_dim

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .positions import _check_ids, build_position_ids
+from .positions import _as_grid, _check_ids, _check_T, build_position_ids
 from .tiling import TileGrid
 
 __all__ = ["CoMemoVLM", "GenerationResult", "PixelShuffleProjector", "expand_image_tokens"]
@@ -62,7 +62,8 @@ class PixelShuffleProjector(nn.Module):
         Parameters
         ----------
         x : torch.Tensor of float, shape (N, P^2, D_v)
-            P divisible by 1/scale.
+            P divisible by 1/scale. Cast to the projector's parameter dtype when it differs
+            (outside autocast), so a float64 or float16 input works with float32 weights.
 
         Returns
         -------
@@ -72,9 +73,18 @@ class PixelShuffleProjector(nn.Module):
         ------
         ValueError
             Wrong rank/width or a non-square patch count.
+        TypeError
+            ``x`` is not a float tensor.
         """
-        if x.dim() != 3 or x.shape[-1] != self.d_vision:
-            raise ValueError(f"x must have shape (N, P^2, {self.d_vision}), got {tuple(x.shape)}")
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != self.d_vision:
+            raise ValueError(
+                f"x must have shape (N, P^2, {self.d_vision}), got {tuple(getattr(x, 'shape', ()))}"
+            )
+        if not x.is_floating_point():
+            raise TypeError(f"x must be a float tensor (ViT features), got {x.dtype}")
+        w_dtype = next(self.mlp.parameters()).dtype
+        if x.dtype != w_dtype and not torch.is_autocast_enabled(x.device.type):
+            x = x.to(w_dtype)
         n, pp, d = x.shape
         p = math.isqrt(pp)
         if p * p != pp or p % self.r:
@@ -96,17 +106,46 @@ def expand_image_tokens(
 ) -> str:
     """Replace each ``<image>`` with ``<img>`` + (X*Y + [X*Y>1])*T^2 ``<IMG_CONTEXT>`` + ``</img>``.
 
+    Parameters
+    ----------
+    prompt : str
+    grids : list of TileGrid or (cols, rows) pairs of ints >= 1
+        One per placeholder, in order.
+    T : int, default=16
+        Tokens per tile side, >= 1.
+    placeholder, img_start, img_end, context : str
+        Non-empty marker strings.
+
     Raises
     ------
     ValueError
-        When the number of placeholders differs from ``len(grids)``.
+        When the number of placeholders differs from ``len(grids)``, a grid or ``T`` is < 1, or
+        a marker is empty.
+    TypeError
+        ``prompt`` or a marker is not a str, ``grids`` is not a list, a grid is not a pair of
+        ints, ``T`` is not an int.
     """
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+    for name, marker in (
+        ("placeholder", placeholder),
+        ("img_start", img_start),
+        ("img_end", img_end),
+        ("context", context),
+    ):
+        if not isinstance(marker, str):
+            raise TypeError(f"{name} must be a str, got {type(marker).__name__}")
+        if not marker:
+            raise ValueError(f"{name} must be a non-empty str, got {marker!r}")
+    if not isinstance(grids, (list, tuple)):
+        raise TypeError(f"grids must be a list of TileGrid, got {type(grids).__name__}")
+    T = _check_T(T)
+    tgs = [_as_grid(g, f"grids[{k}]") for k, g in enumerate(grids)]
     n = prompt.count(placeholder)
-    if n != len(grids):
-        raise ValueError(f"prompt has {n} {placeholder!r} placeholders but grids has {len(grids)}")
+    if n != len(tgs):
+        raise ValueError(f"prompt has {n} {placeholder!r} placeholders but grids has {len(tgs)}")
     out = prompt
-    for g in grids:
-        tg = TileGrid(*g)
+    for tg in tgs:
         out = out.replace(placeholder, img_start + context * (tg.n_images * T * T) + img_end, 1)
     return out
 
@@ -165,6 +204,14 @@ class CoMemoVLM(nn.Module):
             raise ValueError(f"position_mode must be 'dhr' or 'plain', got {position_mode!r}")
         if layout not in ("exact", "comemo_compat"):
             raise ValueError(f"layout must be 'exact' or 'comemo_compat', got {layout!r}")
+        for name, v in (
+            ("image_token_id", image_token_id),
+            ("img_start_id", img_start_id),
+            ("img_end_id", img_end_id),
+        ):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+        T = _check_T(T)
         ids = {image_token_id, img_start_id, img_end_id}
         if len(ids) != 3:
             raise ValueError("image_token_id, img_start_id and img_end_id must differ")
@@ -196,10 +243,21 @@ class CoMemoVLM(nn.Module):
             )
         if not bool(torch.isfinite(pixel_values).all()):
             raise ValueError("pixel_values contains NaN or inf")
+        n_ch = getattr(getattr(self.vision_model, "config", None), "num_channels", None)
+        if isinstance(n_ch, int) and pixel_values.shape[1] != n_ch:
+            raise ValueError(
+                f"pixel_values must have {n_ch} channels (the vision model's num_channels), "
+                f"got shape {tuple(pixel_values.shape)}; convert images to RGB first"
+            )
         hidden = self.vision_model(pixel_values=pixel_values).last_hidden_state[:, 1:]
         feats = self.projector(hidden)
         if feats.shape[1] != self.T * self.T:
             raise ValueError(f"projector gives {feats.shape[1]} tokens per tile, T^2 = {self.T**2}")
+        if not bool(torch.isfinite(feats).all()):
+            raise ValueError(
+                "the image features (vision_model + projector output) contain NaN or inf: "
+                "check pixel_values' scale (normalised pixels) and the model dtype's range"
+            )
         return feats
 
     def _prepare(
@@ -365,7 +423,8 @@ class CoMemoVLM(nn.Module):
         Raises
         ------
         ValueError
-            Right padding, bad ``max_new_tokens``/``temperature``/``top_k``.
+            Right padding, bad ``max_new_tokens``/``temperature``/``top_k``, an
+            ``eos_token_id``/``pad_token_id`` that is negative or outside the vocabulary.
         """
         if (
             isinstance(max_new_tokens, bool)
@@ -377,6 +436,16 @@ class CoMemoVLM(nn.Module):
             raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
         if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
             raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+        vocab = getattr(
+            cast(Any, self.language_model).get_input_embeddings(), "num_embeddings", None
+        )
+        for name, tok in (("eos_token_id", eos_token_id), ("pad_token_id", pad_token_id)):
+            if tok is None and name == "eos_token_id":
+                continue
+            if isinstance(tok, bool) or not isinstance(tok, int) or tok < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {tok!r}")
+            if isinstance(vocab, int) and tok >= vocab:
+                raise ValueError(f"{name} must be < the vocabulary size {vocab}, got {tok}")
         input_ids = _check_ids(input_ids)
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)

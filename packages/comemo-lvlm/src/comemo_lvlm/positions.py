@@ -208,6 +208,15 @@ def _check_ids(input_ids: Any) -> torch.Tensor:
     return input_ids
 
 
+def _lens_row(row: Any, b: int) -> list[int]:
+    if not isinstance(row, (list, tuple)):
+        raise TypeError(f"sample_lens[{b}] must be a list of ints, got {type(row).__name__}")
+    for k, x in enumerate(row):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+            raise TypeError(f"sample_lens[{b}][{k}] must be an int, got {type(x).__name__}")
+    return [int(x) for x in row]
+
+
 def build_position_ids(
     input_ids: torch.Tensor,
     grids: Sequence[Sequence[TileGrid | tuple[int, int]]],
@@ -257,14 +266,33 @@ def build_position_ids(
     ------
     ValueError
         Bad shapes, unmatched ``<img>``/``</img>``, a context-token count that differs from
-        the grid's (both numbers given), images crossing sample boundaries, bad mode/layout.
+        the grid's (both numbers given), images crossing sample boundaries, bad mode/layout,
+        equal marker ids, ``max_tiles < min_tiles``.
     TypeError
-        Non-integer ``input_ids``.
+        Non-integer ``input_ids``, marker ids, ``sample_lens`` entries or tile bounds.
     """
     input_ids = _check_ids(input_ids)
     T = _check_T(T)
     _check_choice("mode", mode, MODES)
     _check_choice("layout", layout, LAYOUTS)
+    for name, val in (("img_start_id", img_start_id), ("img_end_id", img_end_id)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(val).__name__}")
+    if img_start_id == img_end_id:
+        raise ValueError(f"img_start_id and img_end_id must differ, both are {img_start_id}")
+    bounds: tuple[tuple[str, int | None], ...] = (
+        ("min_tiles", min_tiles),
+        ("max_tiles", max_tiles),
+    )
+    for name, bound in bounds:
+        if bound is None and name == "max_tiles":
+            continue
+        if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(bound).__name__}")
+        if bound < 1:
+            raise ValueError(f"{name} must be >= 1, got {bound}")
+    if max_tiles is not None and max_tiles < min_tiles:
+        raise ValueError(f"max_tiles ({max_tiles}) must be >= min_tiles ({min_tiles})")
     B, L = input_ids.shape
     if not isinstance(grids, (list, tuple)) or len(grids) != B:
         raise ValueError(f"grids must be a list of {B} lists (one per row), got {grids!r}")
@@ -300,7 +328,7 @@ def build_position_ids(
         v = valid[b] if valid is not None else None
         all_valid = v is None or bool(v.all())
         n_valid = L if all_valid or v is None else int(v.sum())
-        lens = [n_valid] if sample_lens is None else [int(x) for x in sample_lens[b]]
+        lens = [n_valid] if sample_lens is None else _lens_row(sample_lens[b], b)
         if any(x < 0 for x in lens) or sum(lens) != n_valid:
             raise ValueError(
                 f"sample_lens[{b}] must be non-negative and sum to the row's {n_valid} valid "

@@ -110,13 +110,18 @@ def rope_decay_bound(delta: Any, head_dim: int = 128, base: float = 1e6) -> np.n
     ------
     ValueError
         Non-finite or empty ``delta``, odd/small ``head_dim``, bad ``base``.
+    TypeError
+        Non-numeric ``delta`` (a str, say), non-integer ``head_dim``.
     """
     base = _check_base(base)
     if isinstance(head_dim, bool) or not isinstance(head_dim, (int, np.integer)):
         raise TypeError(f"head_dim must be an int, got {type(head_dim).__name__}")
     if head_dim < 2 or head_dim % 2:
         raise ValueError(f"head_dim must be an even int >= 2, got {head_dim}")
-    arr = np.asarray(delta, dtype=np.float64)
+    raw = np.asarray(delta)
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"delta must be a number or an array of numbers, got {raw.dtype} {delta!r}")
+    arr = raw.astype(np.float64)
     if arr.size == 0:
         raise ValueError("delta must be non-empty")
     if not np.isfinite(arr).all():

@@ -10,25 +10,54 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image as _PILImage
 
-__all__ = ["TileGrid", "candidate_grids", "closest_grid", "dynamic_tiles"]
+__all__ = ["MAX_TILES", "TileGrid", "candidate_grids", "closest_grid", "dynamic_tiles"]
 
 
-class TileGrid(NamedTuple):
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+#: Upper bound on ``max_num`` (X*Y) accepted by :func:`candidate_grids` and the functions built on
+#: it; InternVL and CoMemo use 6 to 40.
+MAX_TILES = 10_000
+
+
+class _GridFields(NamedTuple):
+    cols: int
+    rows: int
+
+
+class TileGrid(_GridFields):
     """A dynamic-resolution grid: ``cols`` tiles across (X) and ``rows`` tiles down (Y).
 
     Attributes
     ----------
     cols : int
-        X, the number of tile columns (image width / tile).
+        X, the number of tile columns (image width / tile), >= 1.
     rows : int
-        Y, the number of tile rows (image height / tile).
+        Y, the number of tile rows (image height / tile), >= 1.
+
+    Raises
+    ------
+    TypeError
+        ``cols`` or ``rows`` is not an int (numpy integers are converted; bools are refused).
+    ValueError
+        ``cols`` or ``rows`` < 1.
     """
 
-    cols: int
-    rows: int
+    __slots__ = ()
+
+    def __new__(cls, cols: int, rows: int) -> TileGrid:
+        return super().__new__(cls, _check_int("cols", cols, 1), _check_int("rows", rows, 1))
 
     @property
     def n_tiles(self) -> int:
@@ -41,21 +70,14 @@ class TileGrid(NamedTuple):
         return self.n_tiles + (1 if self.n_tiles > 1 else 0)
 
 
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
-
-
-@lru_cache(maxsize=64)
 def candidate_grids(min_num: int = 1, max_num: int = 12) -> tuple[TileGrid, ...]:
     """The grids InternVL considers, in the order its search visits them.
 
     All (X, Y) with ``min_num <= X*Y <= max_num``, sorted by X*Y. Among equal X*Y the order is
     CPython's iteration order of a ``set`` of int tuples (deterministic), exactly as the
     official code builds its candidate list; it decides ties between grids of equal area.
+    The pairs are enumerated directly (O(max_num log max_num)) and inserted into the set in the
+    order the official triple loop first meets them, so the set, and the order, are the same.
 
     Parameters
     ----------
@@ -69,19 +91,32 @@ def candidate_grids(min_num: int = 1, max_num: int = 12) -> tuple[TileGrid, ...]
     Raises
     ------
     ValueError
-        ``min_num < 1`` or ``max_num < min_num``.
+        ``min_num < 1``, ``max_num < min_num`` or ``max_num > MAX_TILES`` (10 000).
+    TypeError
+        Non-integer bounds.
     """
-    _check_int("min_num", min_num, 1)
-    _check_int("max_num", max_num, 1)
+    min_num = _check_int("min_num", min_num, 1)
+    max_num = _check_int("max_num", max_num, 1)
     if max_num < min_num:
         raise ValueError(f"max_num ({max_num}) must be >= min_num ({min_num})")
-    pairs = {
+    if max_num > MAX_TILES:
+        raise ValueError(f"max_num must be <= {MAX_TILES} tiles, got {max_num}")
+    return _candidates(min_num, max_num)
+
+
+@lru_cache(maxsize=64)
+def _candidates(min_num: int, max_num: int) -> tuple[TileGrid, ...]:
+    # The official loop ``for n in range(min_num, max_num + 1): for x in 1..n: for y in 1..n``
+    # first meets (x, y) at n = max(x, y, min_num), in (x, y) order within one n.
+    found = [
         (x, y)
-        for n in range(min_num, max_num + 1)
-        for x in range(1, n + 1)
-        for y in range(1, n + 1)
-        if min_num <= x * y <= max_num
-    }
+        for x in range(1, max_num + 1)
+        for y in range(max(1, -(-min_num // x)), max_num // x + 1)
+    ]
+    found.sort(key=lambda p: (max(p[0], p[1], min_num), p[0], p[1]))
+    pairs = set()
+    for p in found:
+        pairs.add(p)
     return tuple(TileGrid(x, y) for x, y in sorted(pairs, key=lambda p: p[0] * p[1]))
 
 
@@ -110,11 +145,13 @@ def closest_grid(
     Raises
     ------
     ValueError
-        Non-positive sizes or bad bounds.
+        Non-positive sizes or bad bounds (``max_num`` at most ``MAX_TILES``).
+    TypeError
+        Non-integer sizes or bounds (numpy integers are accepted).
     """
-    _check_int("width", width, 1)
-    _check_int("height", height, 1)
-    _check_int("tile", tile, 1)
+    width = _check_int("width", width, 1)
+    height = _check_int("height", height, 1)
+    tile = _check_int("tile", tile, 1)
     aspect = width / height
     area = width * height
     best = TileGrid(1, 1)

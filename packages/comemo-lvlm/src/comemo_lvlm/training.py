@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -100,6 +101,18 @@ def len2weight(x: int, mode: str = "square") -> float:
     return 1.0 / math.sqrt(x)
 
 
+def _int_list(name: str, values: Sequence[Any]) -> list[int]:
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool):
+            raise TypeError(f"{name}[{i}] must be an int, got bool")
+        try:
+            out.append(operator.index(v))
+        except TypeError:
+            raise TypeError(f"{name}[{i}] must be an int, got {type(v).__name__}") from None
+    return out
+
+
 def packed_media_mask(sample_lens: Sequence[int], media_lens: Sequence[int]) -> torch.Tensor:
     """Block-diagonal sample -> media visibility of one packed row, shape (L, M), bool.
 
@@ -109,14 +122,18 @@ def packed_media_mask(sample_lens: Sequence[int], media_lens: Sequence[int]) -> 
     ------
     ValueError
         Different numbers of samples, negative lengths or no sample.
+    TypeError
+        A length that is not an int.
     """
     if len(sample_lens) == 0 or len(sample_lens) != len(media_lens):
         raise ValueError(
             f"sample_lens and media_lens must be non-empty and of equal length, got "
             f"{len(sample_lens)} and {len(media_lens)}"
         )
-    if any(int(v) < 0 for v in sample_lens) or any(int(v) < 0 for v in media_lens):
+    s_lens = _int_list("sample_lens", sample_lens)
+    m_lens = _int_list("media_lens", media_lens)
+    if any(v < 0 for v in s_lens) or any(v < 0 for v in m_lens):
         raise ValueError("sample_lens and media_lens must be non-negative")
-    t = torch.repeat_interleave(torch.arange(len(sample_lens)), torch.tensor(list(sample_lens)))
-    m = torch.repeat_interleave(torch.arange(len(media_lens)), torch.tensor(list(media_lens)))
+    t = torch.repeat_interleave(torch.arange(len(s_lens)), torch.tensor(s_lens, dtype=torch.long))
+    m = torch.repeat_interleave(torch.arange(len(m_lens)), torch.tensor(m_lens, dtype=torch.long))
     return t[:, None] == m[None, :]
