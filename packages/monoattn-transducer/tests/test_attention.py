@@ -113,3 +113,50 @@ def test_expected_attention_bad_input_raises(bad):
         name = "energy"
     with pytest.raises(ValueError, match=name):
         expected_monotonic_attention(p, e)
+
+
+def _brute_expected_attention(p, e):
+    """E_tau[softmax_{j <= tau}(e)] in float64, one prefix softmax at a time."""
+    p, e = p.double(), e.double()
+    w = torch.zeros_like(e)
+    for t in range(e.shape[-1]):
+        w[..., : t + 1] += p[..., t : t + 1] * torch.softmax(e[..., : t + 1], -1)
+    return w
+
+
+@pytest.mark.parametrize("scale", [3.0, 10.0, 20.0])
+@pytest.mark.parametrize("eps", [0.0, 1e-6])
+def test_triton_stable_for_large_energies(triton_ok, scale, eps):
+    # Trial 23 H1: the kernel's suffix sum `total - cumsum + ratio` cancelled in fp32 for
+    # energies of magnitude ~10 (weights < 0, row sums 2.04); it is a reverse scan now.
+    g = torch.Generator().manual_seed(23)
+    N, R, T = 3, 4, 7
+    p = torch.rand(N, R, T, generator=g)
+    p = p / p.sum(-1, keepdim=True)
+    e = torch.randn(N, R, T, generator=g) * scale
+    wt = expected_monotonic_attention(p, e, eps=eps, backend="triton")
+    wr = expected_monotonic_attention(p, e, eps=eps, backend="torch")
+    w64 = expected_monotonic_attention(p.double(), e.double(), eps=eps, backend="torch")
+    assert wt.dtype == torch.float32
+    assert (wt >= 0).all()
+    torch.testing.assert_close(wt.sum(-1), torch.ones(N, R), atol=1e-5, rtol=0)
+    torch.testing.assert_close(wt, wr, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(wt.double(), w64, atol=1e-6, rtol=1e-5)
+    if eps == 0.0:
+        brute = _brute_expected_attention(p, e)
+        torch.testing.assert_close(wt.double(), brute, atol=1e-6, rtol=1e-5)
+
+
+def test_triton_stable_large_energies_delta_alignment_and_mask(triton_ok):
+    # delta alignments on every frame (the prefix-softmax case) with padded frames
+    g = torch.Generator().manual_seed(5)
+    T = 9
+    e = torch.randn(2, T, T, generator=g) * 10
+    p = torch.eye(T).expand(2, T, T).clone()
+    mask = torch.zeros(2, 1, T, dtype=torch.bool)
+    mask[1, :, 6:] = True
+    wt = expected_monotonic_attention(p, e, mask, eps=0.0, backend="triton")
+    ref = _brute_expected_attention(p.masked_fill(mask, 0.0), e.masked_fill(mask, -torch.inf))
+    assert (wt >= 0).all()
+    torch.testing.assert_close(wt.double(), ref.nan_to_num(0.0), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(wt.sum(-1)[1], (~mask[1, 0]).float().expand(T), atol=1e-5, rtol=0)

@@ -116,3 +116,11 @@ def test_normalization_counts_and_bad_input():
     assert (int(c["frames"]), int(c["tokens"]), int(c["utterances"])) == (7, 3, 2)
     with pytest.raises(ValueError, match="target_lengths"):
         normalization_counts(torch.tensor([4, 3]), torch.tensor([-1, 0]))
+
+
+def test_normalization_counts_mismatched_sizes_raise():
+    # trial 23 M3: a batch-bookkeeping bug used to give silently wrong counts
+    with pytest.raises(ValueError, match="target_lengths"):
+        normalization_counts(torch.tensor([5, 4]), torch.tensor([3]))
+    with pytest.raises(ValueError, match="target_lengths"):
+        normalization_counts(torch.tensor([5]), torch.tensor([3, 1]))

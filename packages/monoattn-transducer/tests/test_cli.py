@@ -41,3 +41,56 @@ def test_bench_command_prints_ratios(capsys, monkeypatch):
     monkeypatch.setattr(bench, "bench_cpu", lambda repeats: ["ratio ok"])
     assert main(["bench", "--repeats", "1"]) == 0
     assert "ratio ok" in capsys.readouterr().out
+
+
+def test_corpus_without_speech_extra_names_the_extra(capsys, monkeypatch, tmp_path):
+    # trial 23 M4: a raw ModuleNotFoundError traceback for num2words
+    from monoattn_transducer.data import spoken_numbers
+
+    def missing(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'num2words'", name="num2words")
+
+    monkeypatch.setattr(spoken_numbers, "build_corpus", missing)
+    assert main(["corpus", "--cache", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "num2words" in err
+    assert "[speech]" in err
+
+
+def test_ctrl_c_exits_130_with_a_resume_hint(capsys, monkeypatch, tmp_path):
+    # trial 23 L7: Ctrl-C printed a KeyboardInterrupt traceback
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reproduce, "main", interrupted)
+    assert main(["reproduce", "--out", str(tmp_path)]) == 130
+    assert "resume" in capsys.readouterr().err
+
+
+def test_help_does_not_call_the_tts_corpus_real_speech():
+    # trial 23 L8
+    from monoattn_transducer import cli
+
+    assert "real speech" not in (cli.__doc__ or "")
+    assert "real speech" not in (reproduce.__doc__ or "")
+
+
+def test_reproduce_store_config_names_the_seeded_corpus():
+    # results of the clock-seeded corpus (version 1) are not resumed into a new run
+    import inspect
+
+    assert '"version": 2' in inspect.getsource(reproduce.run)
+
+
+def test_reproduce_training_is_deterministic():
+    # trial 23 L9: given the corpus, a rerun trains the same model (seeded init, dropout, batches)
+    rng = np.random.default_rng(0)
+    n = 12
+    data = {
+        "feats": [rng.standard_normal((int(rng.integers(20, 40)), 80)).astype(np.float32)
+                  for _ in range(n)],
+        "targets": [[int(rng.integers(1, 10))] for _ in range(n)],
+    }  # fmt: skip
+    cfg = {**reproduce.QUICK, "steps": 3, "batch": 4, "d_model": 16, "enc_layers": 1}
+    runs = [reproduce._train("monoattn", data, np.arange(n), cfg, 0, 1)[1] for _ in range(2)]
+    assert runs[0] == runs[1]

@@ -41,3 +41,36 @@ def test_synthesize_and_log_mel():
         synthesize("one", "xx-nonexistent")
     with pytest.raises(ValueError, match="text"):
         synthesize("  ")
+
+
+def test_synthesis_is_the_same_in_every_process():
+    # trial 23 L9: espeak-ng seeds its noise from the clock; the `+f2`/`+f3` variants (breath)
+    # gave another corpus in every process, hence other reproduce numbers
+    pytest.importorskip("espeakng_loader")
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib\n"
+        "from monoattn_transducer.data.spoken_numbers import synthesize\n"
+        "w = [synthesize('twenty one', v, 175, 40) for v in ('en-us+f2', 'en-us+f3', 'en')]\n"
+        "print(hashlib.md5(b''.join(x.tobytes() for x in w)).hexdigest())\n"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    }
+    assert len(outs) == 1
+
+
+def test_synthesize_seed_is_checked():
+    pytest.importorskip("espeakng_loader")
+    from monoattn_transducer.data.spoken_numbers import synthesize
+
+    a = synthesize("seven", "en-us+f2", seed=3)
+    b = synthesize("seven", "en-us+f2", seed=3)
+    assert a.shape == b.shape
+    with pytest.raises(ValueError, match="seed"):
+        synthesize("seven", seed=-1)

@@ -37,3 +37,16 @@ def test_corpus_bleu_matches_sacrebleu():
     assert corpus_bleu(ref, ref) == pytest.approx(100.0)
     with pytest.raises(ValueError, match="hypotheses"):
         corpus_bleu(hyp, ref[:2])
+
+
+@pytest.mark.parametrize(
+    ("args", "exc", "name"),
+    [(("12", 3, 2), TypeError, "delays"), ((b"12", 3, 2), TypeError, "delays"),
+     ((["a", "b"], 3, 2), TypeError, "delays"), (([1, float("inf")], 3, 2), ValueError, "delays"),
+     (([1, 2], float("inf"), 2), ValueError, "source_length"),
+     (([1, float("nan")], 3, 2), ValueError, "delays")],
+)  # fmt: skip
+def test_average_lagging_rejects_strings_and_non_finite(args, exc, name):
+    # trial 23 L5: a str was read as its characters, an infinite source length gave nan
+    with pytest.raises(exc, match=name):
+        average_lagging(*args)

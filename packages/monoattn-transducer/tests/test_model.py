@@ -139,3 +139,104 @@ def test_model_runs_on_cuda():
     out = model(*[x.cuda() for x in _batch()])
     out.loss.backward()
     assert out.loss.device.type == "cuda"
+
+
+class _ByoEncoder(torch.nn.Module):
+    """An encoder of one's own: stacks 2 frames, no `subsampling` attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(2 * F, 16)
+
+    def forward(self, feats, lengths):
+        B, T, _ = feats.shape
+        x = torch.nn.functional.pad(feats, (0, 0, 0, T % 2)).reshape(B, -(-T // 2), 2 * F)
+        return self.proj(x), (lengths + 1) // 2
+
+
+def test_byo_encoder_without_subsampling_streams_with_the_argument():
+    # trial 23 M1: greedy_stream used to fail with AttributeError: ... 'subsampling'
+    m = _model()
+    model = MonoAttnTransducer(_ByoEncoder(), m.predictor, m.joint, chunk_frames=4, downsample=2)
+    feats, lengths, targets, t_len = _batch()
+    model(feats, lengths, targets, t_len).loss.backward()  # training needs no subsampling
+    assert model.subsampling is None
+    with pytest.raises(ValueError, match="subsampling"):
+        greedy_stream(model, feats[0])
+    model = MonoAttnTransducer(
+        _ByoEncoder(), m.predictor, m.joint, chunk_frames=4, downsample=2, subsampling=2
+    )
+    res = greedy_stream(model, feats[0])
+    assert res.states.shape == (len(res.tokens) + 1, 16)
+    assert _model().subsampling == 4  # read from ChunkedStreamingEncoder
+    with pytest.raises(ValueError, match="subsampling"):
+        MonoAttnTransducer(m.encoder, m.predictor, m.joint, chunk_frames=4, downsample=2,
+                           subsampling=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("monotonic", [True, False])
+def test_all_empty_targets_train(monotonic):
+    # trial 23 M2: an all-empty target batch raised about the predictor's `tokens`
+    model = _model(monotonic=monotonic)
+    feats, lengths, _, _ = _batch()
+    targets = torch.zeros(3, 0, dtype=torch.int64)
+    out = model(feats, lengths, targets, torch.zeros(3, dtype=torch.int64))
+    assert torch.isfinite(out.loss)
+    out.loss.backward()
+    if monotonic:
+        assert out.posterior is not None
+        assert out.posterior.shape[2] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_feats_of_another_dtype_are_cast(dtype):
+    # trial 23 L1: raw "mat1 and mat2 must have the same dtype" from linear.py
+    model = _model()
+    feats, lengths, targets, t_len = _batch()
+    ref = model(feats, lengths, targets, t_len).loss
+    out = model(feats.to(dtype), lengths, targets, t_len).loss
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, ref, atol=0.05, rtol=0.02)
+    greedy_stream(model, feats[0].to(dtype))
+
+
+def test_huge_feats_error_names_feats():
+    # trial 23 L2: the error named the attention's internal `key`
+    model = _model()
+    feats, lengths, targets, t_len = _batch()
+    with pytest.raises(ValueError, match="feats"):
+        model(feats * 1e20, lengths, targets, t_len)
+
+
+def test_blank_minus_one_means_last_label():
+    # trial 23 L4: the README's `-1` = V-1 now holds for the model too
+    torch.manual_seed(0)
+    model = MonoAttnTransducer.build(F, V, d_model=16, enc_layers=1, pred_layers=1, num_heads=2,
+                                     chunk_frames=4, downsample=2, blank=-1)  # fmt: skip
+    assert model.blank == V - 1
+    feats, lengths, _, t_len = _batch()
+    targets = torch.randint(0, V - 1, (3, 4), generator=torch.Generator().manual_seed(1))
+    model(feats, lengths, targets, t_len).loss.backward()
+    with pytest.raises(ValueError, match="blank"):
+        MonoAttnTransducer.build(F, V, chunk_frames=4, downsample=2, blank=-2)
+
+
+def test_vocab_of_blank_only_raises():
+    # trial 23 L5
+    with pytest.raises(ValueError, match="vocab_size"):
+        MonoAttnTransducer.build(F, 1, d_model=16, chunk_frames=4, downsample=2)
+
+
+def test_alignment_argument_is_checked():
+    # trial 23 L6: rows summing to 5 were accepted silently
+    model = _model()
+    feats, lengths, targets, t_len = _batch()
+    out = model(feats, lengths, targets, t_len)
+    assert out.alignment is not None
+    model(feats, lengths, targets, t_len, alignment=out.alignment)  # valid: accepted
+    with pytest.raises(ValueError, match="alignment"):
+        model(feats, lengths, targets, t_len, alignment=out.alignment * 5)
+    with pytest.raises(ValueError, match="alignment"):
+        model(feats, lengths, targets, t_len, alignment=-out.alignment)
+    with pytest.raises(ValueError, match="alignment"):
+        model(feats, lengths, targets, t_len, alignment=out.alignment[:, :, :-1])

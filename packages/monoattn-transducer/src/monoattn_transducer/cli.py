@@ -2,12 +2,13 @@
 Transducer-based Streaming Generation" (ICML 2025).
 
 Commands:
-  reproduce [--out DIR] [--full] [--seed N]  measure the paper's claims on real speech
+  reproduce [--out DIR] [--full] [--seed N]  measure the paper's claims on espeak-ng speech
   corpus [--cache DIR]                       synthesise / load the cached spoken-number corpus
   bench [--repeats N]                        time rnnt_loss fwd+bwd vs warprnnt-numba (CPU)
 """
 
 import argparse
+import sys
 
 from icml25_core.cli import add_reproduce_command, console_parser, positive_int
 
@@ -44,9 +45,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _missing_extra(exc: ImportError) -> int:
+    name = exc.name or str(exc)
+    print(
+        f"monoattn-transducer: missing module {name!r}; this command needs the [speech] extra "
+        "(pip install 'monoattn-transducer[speech]', or [reproduce] for the full reproduce)",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def main(argv=None) -> int:
-    """Run the console script; returns the exit status."""
+    """Run the console script; returns the exit status (130 after Ctrl-C)."""
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted; rerun the same command to resume (models already trained and decoded "
+            "are kept; the model in training restarts from step 0)",
+            file=sys.stderr,
+        )
+        return 130
+    except ModuleNotFoundError as exc:
+        if exc.name in _SPEECH_MODULES:
+            return _missing_extra(exc)
+        raise
+
+
+_SPEECH_MODULES = ("num2words", "librosa", "espeakng_loader", "sacrebleu", "matplotlib")
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "reproduce":
         from . import reproduce  # imported here so that `--help` stays fast
 

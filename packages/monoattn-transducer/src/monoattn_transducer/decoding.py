@@ -52,7 +52,8 @@ def greedy_stream(
     Parameters
     ----------
     model : MonoAttnTransducer
-        Put in eval mode for the call (restored after).
+        Put in eval mode for the call (restored after). Its ``subsampling`` (input frames per
+        encoder frame; the constructor's argument or the encoder's attribute) must be set.
     feats : torch.Tensor, float ``[T_in, F]`` or ``[1, T_in, F]``
     max_symbols_per_frame : int, default=5
         Official agent's cap.
@@ -64,7 +65,8 @@ def greedy_stream(
     Raises
     ------
     TypeError, ValueError
-        For a non-model, wrong shapes, NaN or ``max_symbols_per_frame < 1``.
+        For a non-model, a model without ``subsampling``, wrong shapes, NaN or
+        ``max_symbols_per_frame < 1``.
     """
     if not isinstance(model, MonoAttnTransducer):
         raise TypeError(f"`model` must be a MonoAttnTransducer, got {type(model).__name__}")
@@ -75,7 +77,12 @@ def greedy_stream(
     if x.shape[0] != 1:
         raise ValueError(f"`feats` must hold one utterance, got batch {x.shape[0]}")
     enc, ds, cf = model.encoder, model.downsample, model.chunk_frames
-    s = enc.subsampling
+    s = model.subsampling
+    if s is None:
+        raise ValueError(
+            "`model` has no `subsampling` (input frames per encoder frame): its encoder has no "
+            "`subsampling` attribute; pass MonoAttnTransducer(..., subsampling=N)"
+        )
     T_in = x.shape[1]
     T_enc = -(-T_in // s)
     dev = x.device

@@ -5,7 +5,8 @@
 """
 
 import itertools
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 
 from icml25_core import check_scalar
 
@@ -35,15 +36,26 @@ def average_lagging(delays: Sequence[float], source_length: float, target_length
 
     Raises
     ------
+    TypeError
+        For delays that are not a sequence of numbers (a str, say).
     ValueError
-        For empty or decreasing delays, negative values, or non-positive lengths.
+        For empty or decreasing delays, negative or non-finite values, or non-positive lengths.
     """
-    d = [float(x) for x in delays]
+    if isinstance(delays, str | bytes) or not isinstance(delays, Iterable):
+        raise TypeError(f"`delays` must be a sequence of numbers, got {type(delays).__name__}")
+    try:
+        d = [float(x) for x in delays]
+    except (TypeError, ValueError):
+        raise TypeError("`delays` must be a sequence of numbers") from None
     if not d:
         raise ValueError("`delays` must not be empty")
-    if any(x < 0 or x != x for x in d) or any(b < a for a, b in itertools.pairwise(d)):
-        raise ValueError("`delays` must be non-negative and non-decreasing")
+    if any(not math.isfinite(x) or x < 0 for x in d) or any(
+        b < a for a, b in itertools.pairwise(d)
+    ):
+        raise ValueError("`delays` must be finite, non-negative and non-decreasing")
     check_scalar(source_length, "source_length", low=0, inclusive="neither")
+    if not math.isfinite(float(source_length)):
+        raise ValueError(f"`source_length` must be finite, got {source_length}")
     check_scalar(target_length, "target_length", kind=int, low=1)
     tau = next((i + 1 for i, x in enumerate(d) if x >= source_length), len(d))
     ratio = source_length / target_length

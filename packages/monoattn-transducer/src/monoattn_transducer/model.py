@@ -18,6 +18,22 @@ from .rnnt import _check_targets, emission_posterior, rnnt_loss
 __all__ = ["MonoAttnTransducer", "TransducerOutput"]
 
 
+def _check_alignment(alignment: torch.Tensor, shape: tuple[int, int, int]) -> None:
+    check_tensor(
+        alignment, "alignment", shape=shape,
+        dtype=(torch.float16, torch.bfloat16, torch.float32, torch.float64),
+    )  # fmt: skip
+    if bool((alignment < 0).any()):
+        raise ValueError("`alignment` must be >= 0")
+    rows = alignment.detach().double().sum(-1)
+    if bool((rows > 1 + 1e-3).any()):
+        b, u = (int(i) for i in (rows > 1 + 1e-3).nonzero()[0])
+        raise ValueError(
+            f"`alignment` rows must be distributions over frames (sum <= 1); row [{b}, {u}] sums "
+            f"to {float(rows[b, u]):.4g}"
+        )
+
+
 @dataclass
 class TransducerOutput:
     """What :meth:`MonoAttnTransducer.forward` returns.
@@ -56,10 +72,16 @@ class MonoAttnTransducer(nn.Module):
     predictor : MonoAttnPredictor
     joint : AdditiveJoint
     blank : int, default=0
+        Blank index; ``-1`` means ``vocab_size - 1`` (torchaudio's), stored resolved.
     chunk_frames : int
         Encoder frames per chunk (the encoder's); a multiple of `downsample`.
     downsample : int, default=4
         Decision stride over encoder frames (official ``transducer_downsample``).
+    subsampling : int, optional
+        Input frames per encoder frame, needed by :func:`~monoattn_transducer.greedy_stream` to
+        feed the encoder chunk by chunk. Default: the encoder's ``subsampling`` attribute (a
+        :class:`ChunkedStreamingEncoder` has one); a bring-your-own encoder without it must pass
+        it here to stream (training does not need it).
     prior : {"chunk_diagonal", "diagonal", "uniform"}, default="chunk_diagonal"
     prior_alpha : float, default=1.0
         Official ``--alpha``.
@@ -81,6 +103,7 @@ class MonoAttnTransducer(nn.Module):
         blank: int = 0,
         chunk_frames: int,
         downsample: int = 4,
+        subsampling: int | None = None,
         prior: str = "chunk_diagonal",
         prior_alpha: float = 1.0,
         normalize: str = "none",
@@ -97,7 +120,18 @@ class MonoAttnTransducer(nn.Module):
         check_choice(normalize, "normalize", ("none", "frames", "tokens"))
         check_choice(reduction, "reduction", ("mean", "sum", "none"))
         check_scalar(prior_alpha, "prior_alpha", low=0)
-        check_scalar(blank, "blank", kind=int, low=0, high=predictor.vocab_size - 1)
+        vocab = predictor.vocab_size
+        if not isinstance(vocab, int) or vocab < 2:
+            raise ValueError(
+                f"`vocab_size` must be an int >= 2 (blank and at least one label), got {vocab!r}"
+            )
+        check_scalar(blank, "blank", kind=int, low=-1, high=vocab - 1)
+        blank = blank % vocab
+        if subsampling is None:
+            subsampling = getattr(encoder, "subsampling", None)
+        if subsampling is not None:
+            check_scalar(subsampling, "subsampling", kind=int, low=1)
+        self.subsampling: int | None = subsampling
         self.encoder, self.predictor, self.joint = encoder, predictor, joint
         self.blank, self.chunk_frames, self.downsample = blank, chunk_frames, downsample
         self.prior, self.prior_alpha = prior, prior_alpha
@@ -113,7 +147,7 @@ class MonoAttnTransducer(nn.Module):
         U = targets.shape[1]
         valid = torch.arange(U, device=targets.device)[None, :] < target_lengths[:, None]
         y = targets.to(torch.int64).masked_fill(~valid, self.blank)
-        bos = torch.full_like(y[:, :1], self.blank)
+        bos = y.new_full((y.shape[0], 1), self.blank)  # also for U = 0 (trial 23 M2)
         return torch.cat([bos, y], 1)
 
     def states(
@@ -147,7 +181,9 @@ class MonoAttnTransducer(nn.Module):
         targets : torch.Tensor, int ``[B, U]`` (no blank within `target_lengths`)
         target_lengths : torch.Tensor, int ``[B]``
         alignment : torch.Tensor, float ``[B, U+1, T_enc]``, keyword-only, optional
-            Use this alignment instead of passes 1-2 (oracle alignments, ablations).
+            Use this alignment instead of passes 1-2 (oracle alignments, ablations): a
+            distribution over frames per row, entries >= 0 and row sums <= 1 (0 for padded
+            labels).
 
         Returns
         -------
@@ -161,6 +197,11 @@ class MonoAttnTransducer(nn.Module):
         check_tensor(targets, "targets", ndim=2, dtype=(torch.int32, torch.int64), allow_empty=True)
         check_tensor(target_lengths, "target_lengths", ndim=1, dtype=(torch.int32, torch.int64))
         h, enc_len = self.encoder(feats, feat_lengths)
+        if not bool(torch.isfinite(h).all()):
+            raise ValueError(
+                "the encoder output is not finite for these `feats` (values too large? "
+                f"max |feats| = {float(feats.detach().abs().max()):.3g})"
+            )
         hd = h[:, :: self.downsample]
         dec_len = torch.div(enc_len + self.downsample - 1, self.downsample, rounding_mode="floor")
         if int(target_lengths.min()) < 0 or int(target_lengths.max()) > targets.shape[1]:
@@ -172,6 +213,8 @@ class MonoAttnTransducer(nn.Module):
             self.predictor.vocab_size, self.blank,
         )  # fmt: skip
         tokens = self.predictor_input(targets, target_lengths)
+        if alignment is not None:
+            _check_alignment(alignment, (targets.shape[0], targets.shape[1] + 1, h.shape[1]))
         posterior = None
         if self.monotonic and alignment is None:
             prior = alignment_prior(

@@ -105,6 +105,7 @@ class ChunkedStreamingEncoder(nn.Module):
         Parameters
         ----------
         feats : torch.Tensor, float ``[B, T_in, input_dim]``
+            Cast to the dtype of the encoder's parameters.
         feat_lengths : torch.Tensor, int ``[B]``, ``1 <= len <= T_in``
 
         Returns
@@ -129,6 +130,7 @@ class ChunkedStreamingEncoder(nn.Module):
         valid_in = torch.arange(T_in, device=feats.device)[None, :] < feat_lengths[:, None]
         x = feats.masked_fill(~valid_in[:, :, None], 0.0)
         x = nn.functional.pad(x, (0, 0, 0, T * s - T_in)).reshape(B, T, s * F)
+        x = x.to(self.proj.weight.dtype)  # fp16/bf16/fp64 feats into an fp32 model (trial 23 L1)
         enc_len = torch.div(feat_lengths.to(torch.int64) + s - 1, s, rounding_mode="floor")
         h = self.proj(x) + _sinusoid(T, self.d_model, feats.device).to(x.dtype)
         pad = torch.arange(T, device=feats.device)[None, :] >= enc_len[:, None]

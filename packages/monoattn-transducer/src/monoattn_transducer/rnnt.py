@@ -186,12 +186,17 @@ def normalization_counts(
     Raises
     ------
     ValueError, TypeError
-        On non-integer, non-1-D or negative lengths.
+        On non-integer, non-1-D or negative lengths, or lengths of different sizes.
     """
     for name, x in (("logit_lengths", logit_lengths), ("target_lengths", target_lengths)):
         check_tensor(x, name, ndim=1, dtype=_INTS)
         if int(x.min()) < 0:
             raise ValueError(f"`{name}` must be >= 0")
+    if target_lengths.shape != logit_lengths.shape:
+        raise ValueError(
+            f"`target_lengths` must have the shape of `logit_lengths` {tuple(logit_lengths.shape)}"
+            f" (one entry per utterance), got {tuple(target_lengths.shape)}"
+        )
     return {
         "frames": logit_lengths.to(torch.int64).sum(),
         "tokens": target_lengths.to(torch.int64).sum(),

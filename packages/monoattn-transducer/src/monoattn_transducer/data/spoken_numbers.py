@@ -4,12 +4,16 @@ Source ``num2words(n, lang="en")`` (hyphen -> space) is spoken by espeak-ng thro
 ``espeakng-loader`` wheel (ctypes, synchronous mode, synth callback, 22 050 Hz int16); the target
 ``num2words(n, lang="de")`` is cut into numeral morphemes by longest match: 21 -> "ein und
 zwanzig", so the units come before the tens that English says first (spec section 4).
-Features: 80-dim log-mel (librosa), 10 ms hop. Needs the ``[speech]`` extra; espeak-ng output
-jitters by a few samples between calls, so the corpus is cached (npz + manifest), never hashed.
+Features: 80-dim log-mel (librosa), 10 ms hop. Needs the ``[speech]`` extra. espeak-ng seeds
+its noise generator (breath of the ``+f2``/``+f3`` variants) from the clock at start-up, so two
+syntheses of the corpus used to differ (trial 23: every utterance of those two training voices);
+:func:`synthesize` now reseeds it per utterance from the text and settings, and a corpus built in
+a fresh process is the same every time. The corpus is cached (npz + manifest).
 """
 
 import ctypes
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -96,12 +100,21 @@ class _Espeak:
 
             cls._cb = proto(cb)
             lib.espeak_SetSynthCallback(cls._cb)
+            lib.espeak_ng_SetRandSeed.argtypes = [ctypes.c_long]
+            lib.espeak_ng_SetRandSeed.restype = None
             cls._lib = lib
         return cls._lib
 
 
-def synthesize(text: str, voice: str = "en", rate: int = 175, pitch: int = 50) -> np.ndarray:
+def synthesize(
+    text: str, voice: str = "en", rate: int = 175, pitch: int = 50, *, seed: int | None = None
+) -> np.ndarray:
     """Speak `text` with espeak-ng: int16 ``[n_samples]`` at 22 050 Hz.
+
+    espeak-ng's noise generator is reseeded before each utterance (from `seed`, by default a
+    CRC of the text and settings), so a fixed sequence of calls gives the same samples in every
+    process (espeak-ng seeds it from the clock otherwise). Some voices still carry a little state
+    from one utterance to the next inside one process: call in the same order for equal output.
 
     Parameters
     ----------
@@ -113,6 +126,9 @@ def synthesize(text: str, voice: str = "en", rate: int = 175, pitch: int = 50) -
         Words per minute (80..450).
     pitch : int, default=50
         0..100.
+    seed : int, keyword-only, optional
+        Seed of espeak-ng's noise generator, in [0, 2**31); default: CRC-32 of
+        ``text|voice|rate|pitch``.
 
     Raises
     ------
@@ -123,11 +139,15 @@ def synthesize(text: str, voice: str = "en", rate: int = 175, pitch: int = 50) -
         raise ValueError("`text` must be a non-empty str")
     check_scalar(rate, "rate", kind=int, low=80, high=450)
     check_scalar(pitch, "pitch", kind=int, low=0, high=100)
+    if seed is None:
+        seed = zlib.crc32(f"{text}|{voice}|{rate}|{pitch}".encode()) & 0x7FFFFFFF
+    check_scalar(seed, "seed", kind=int, low=0, high=2**31 - 1)
     lib = _Espeak.lib()
     if lib.espeak_SetVoiceByName(ctypes.c_char_p(voice.encode())) != 0:
         raise ValueError(f"`voice` {voice!r} is not an espeak-ng voice here")
     lib.espeak_SetParameter(1, rate, 0)
     lib.espeak_SetParameter(3, pitch, 0)
+    lib.espeak_ng_SetRandSeed(seed)
     _Espeak.buf = []
     data = text.encode()
     lib.espeak_Synth(ctypes.c_char_p(data), len(data) + 1, 0, 1, 0, 0, None, None)
@@ -168,7 +188,8 @@ def build_corpus(
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     settings = {"numbers": list(numbers), "voices": list(voices), "rates": list(rates),
-                "pitches": list(pitches), "version": 1}  # fmt: skip
+                "pitches": list(pitches), "version": 2}  # fmt: skip
+    # version 2: seeded synthesis (version-1 caches held a clock-seeded, run-dependent corpus)
     man_path, npz_path = cache / "manifest.json", cache / "spoken_numbers.npz"
     if man_path.exists() and npz_path.exists():
         man = json.loads(man_path.read_text())

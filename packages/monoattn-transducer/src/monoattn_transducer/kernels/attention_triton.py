@@ -2,7 +2,8 @@
 
 Same maths as :mod:`monoattn_transducer.kernels.attention_torch` (MILk expected attention,
 fairseq ``expected_soft_attention``): the row max, the exponentials, the prefix sum, the ratio
-and the suffix sum stay in registers; one read of each input row, one write of the weights.
+and the suffix sum (a reverse scan) stay in registers; one read of each input row, one write of
+the weights.
 The backward recomputes the row with the torch reference under autograd (no separate kernel).
 
 This module belongs to the ``[triton]`` extra (card ``optional-modules``).
@@ -42,8 +43,11 @@ def _ema_kernel(P, E, M, OUT, T, eps, HAS_MASK: tl.constexpr, BLOCK_T: tl.conste
     p = tl.where(valid, p, 0.0)
     csum = tl.cumsum(ex, axis=0)
     ratio = p / tl.maximum(csum, 1.1754943508222875e-38)
-    total = tl.sum(ratio, axis=0)
-    rev = total - tl.cumsum(ratio, axis=0) + ratio
+    # Suffix sum as a true reverse scan (as the torch reference's flip-cumsum-flip): `ratio`
+    # spans ~1e38 (early frames whose prefix sum underflows) down to ~1e-8, so the shortcut
+    # `total - cumsum(ratio) + ratio` cancels catastrophically in fp32 (negative weights,
+    # rows summing to 2 for energies of magnitude ~10).
+    rev = tl.cumsum(ratio, axis=0, reverse=True)
     tl.store(OUT + base + j, ex * rev, mask=inb)
 
 
