@@ -98,6 +98,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "hydra": ("hydra-core",),
     "whisper": ("openai-whisper",),
     "open_clip": ("open-clip-torch",),
+    "open_clip_train": ("open-clip-torch",),
     "imwatermark": ("invisible-watermark",),
     "igraph": ("igraph", "python-igraph"),
     "pkg_resources": ("setuptools",),

@@ -1,0 +1,243 @@
+r"""Mixed-caption sampling: each draw uses the recaption with probability p.
+
+Per (seed, epoch, key) a counter-based hash gives $u \in [0, 1)$ and
+
+$$\text{text} = \begin{cases}\text{re\_caption} & u(\text{seed}, \text{epoch}, \text{key}) < p
+\\ \text{org\_caption} & \text{otherwise}\end{cases}, \qquad u = \frac{\text{blake2b}_8(\text{seed}
+\| \text{epoch} \| \text{key})}{2^{64}}$$
+
+(Recap-DataComp-1B project page: p = 0.8 for Recap-CLIP). The choice depends on nothing else:
+the same for any worker count, order or resume, re-drawn every epoch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from .shards import read_field
+
+
+def _check_p(p: Any) -> float:
+    if isinstance(p, bool) or not isinstance(p, int | float):
+        raise TypeError(f"`p` must be a number, got {type(p).__name__}")
+    p = float(p)
+    if not 0.0 <= p <= 1.0:  # also rejects NaN
+        raise ValueError(f"`p` must be in [0, 1], got {p}")
+    return p
+
+
+def mix_uniform(seed: int, epoch: int, key: str) -> float:
+    """The counter-based uniform $u \\in [0, 1)$ of (seed, epoch, key): blake2b, 8 bytes / 2^64."""
+    digest = hashlib.blake2b(f"{int(seed)}|{int(epoch)}|{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+def use_recaption(p: float, seed: int, epoch: int, key: str) -> bool:
+    """Whether the sample `key` uses its recaption at `epoch`: ``mix_uniform(...) < p``.
+
+    Raises
+    ------
+    ValueError
+        If `p` is not in [0, 1].
+    """
+    return mix_uniform(seed, epoch, key) < _check_p(p)
+
+
+class MixedCaption:
+    """A webdataset map stage choosing the caption per sample (see module equation).
+
+    Parameters
+    ----------
+    p : float
+        Probability of the recaption, in [0, 1] (0.8 for Recap-CLIP).
+    seed : int, default=0
+    org_key : str, default="txt"
+        Original caption member; ``"json:org_caption"`` reads a JSON field (Recap-DataComp-1B
+        shards keep the recaption in ``txt`` and the alt-text in ``json``).
+    recap_key : str, default="recap.txt"
+    out_key : str, default="txt"
+        Member the chosen caption is written to (what open_clip_train reads).
+    epoch : int, default=0
+
+    Attributes
+    ----------
+    n_missing : int
+        Draws that wanted the recaption but found it missing or empty (original used); counted
+        per process.
+
+    Raises
+    ------
+    ValueError
+        If `p` is not in [0, 1].
+    """
+
+    def __init__(
+        self,
+        p: float,
+        *,
+        seed: int = 0,
+        org_key: str = "txt",
+        recap_key: str = "recap.txt",
+        out_key: str = "txt",
+        epoch: int = 0,
+    ) -> None:
+        self.p = _check_p(p)
+        self.seed, self.org_key, self.recap_key, self.out_key = (
+            int(seed),
+            org_key,
+            recap_key,
+            out_key,
+        )
+        self._epoch = multiprocessing.Value("i", int(epoch))
+        self.n_missing = 0
+        self.n_recap = 0
+        self.n_total = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch in shared memory (persistent DataLoader workers see it)."""
+        self._epoch.value = int(epoch)
+
+    @property
+    def epoch(self) -> int:
+        """The current epoch."""
+        return int(self._epoch.value)
+
+    def __call__(self, sample: dict[str, Any]) -> dict[str, Any]:
+        """Return `sample` with ``out_key`` set to the chosen caption (str)."""
+        key = str(sample["__key__"])
+        org = read_field(sample, self.org_key)
+        text = org
+        self.n_total += 1
+        if mix_uniform(self.seed, self.epoch, key) < self.p:
+            recap = read_field(sample, self.recap_key)
+            if recap.strip():
+                text = recap
+                self.n_recap += 1
+            else:
+                self.n_missing += 1
+        out = dict(sample)
+        out[self.out_key] = text
+        out["__recap__"] = text is not org
+        return out
+
+
+def mixed_caption_loader(
+    urls: str | Sequence[str],
+    *,
+    p: float,
+    preprocess: Callable[[Any], Any],
+    tokenizer: Callable[[list[str]], Any],
+    batch_size: int,
+    num_workers: int = 0,
+    seed: int = 0,
+    epoch: int = 0,
+    resampled: bool = False,
+    image_key: str = "jpg;png;jpeg;webp",
+    org_key: str = "txt",
+    recap_key: str = "recap.txt",
+    with_keys: bool = False,
+) -> Any:
+    """A DataLoader of ``(images, tokens)`` batches with mixed captions, like open_clip_train's.
+
+    Parameters
+    ----------
+    urls : str or sequence of str
+        Shards (brace patterns allowed).
+    p : float
+        Recaption probability.
+    preprocess : callable
+        PIL image -> tensor.
+    tokenizer : callable
+        list of str -> tensor ``[B, L]`` (applied per batch).
+    batch_size : int
+    num_workers : int, default=0
+    seed, epoch : int
+    resampled : bool, default=False
+        Sample shards with replacement forever (open_clip ``--dataset-resampled``).
+    image_key, org_key, recap_key : str
+    with_keys : bool, default=False
+        Also yield the sample keys and whether each used its recaption.
+
+    Returns
+    -------
+    webdataset.WebLoader
+        With ``.mixer`` (the :class:`MixedCaption` stage; call ``loader.mixer.set_epoch``).
+
+    Raises
+    ------
+    ValueError
+        If `p` is out of [0, 1] or `batch_size` < 1.
+    """
+    import webdataset as wds
+
+    from .shards import expand_shards
+
+    mixer = MixedCaption(p, seed=seed, org_key=org_key, recap_key=recap_key, epoch=epoch)
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be an int >= 1, got {batch_size!r}")
+    shards = expand_shards(urls if isinstance(urls, str) else list(urls))
+    stages: list[Any] = [
+        wds.ResampledShards(shards) if resampled else wds.SimpleShardList(shards),
+    ]
+    if not resampled:
+        stages.append(wds.split_by_worker)
+    stages += [
+        wds.tarfile_to_samples(handler=wds.warn_and_continue),
+        wds.decode("pil", handler=wds.warn_and_continue),
+        wds.map(mixer),
+        wds.rename(image=image_key, text="txt", recap="__recap__", key="__key__"),
+        wds.map_dict(image=preprocess),
+        wds.to_tuple("image", "text", "key", "recap"),
+        wds.batched(batch_size, partial=not resampled),
+    ]
+
+    def tokenize(batch: tuple) -> tuple:
+        images, texts, keys, recap = batch
+        if with_keys:
+            return images, tokenizer(list(texts)), list(keys), list(recap)
+        return images, tokenizer(list(texts))
+
+    pipeline = wds.DataPipeline(*stages, wds.map(tokenize))
+    loader = wds.WebLoader(pipeline, batch_size=None, num_workers=num_workers)
+    loader.mixer = mixer
+    return loader
+
+
+@contextlib.contextmanager
+def patch_open_clip_train(p: float, **kwargs: Any) -> Iterator[None]:
+    """Insert :class:`MixedCaption` into ``open_clip_train.data.get_wds_dataset`` (extra
+    ``[open_clip]``; needs torchvision, which cannot import here: DECISIONS 15).
+
+    Wraps ``webdataset.rename`` while ``get_wds_dataset`` builds its pipeline so the mixing
+    stage runs before it. Tested against no open_clip_train version here (import fails).
+
+    Raises
+    ------
+    ImportError
+        If open_clip_train is not importable.
+    """
+    _check_p(p)
+    import importlib
+
+    import webdataset as wds
+
+    # open_clip_train ships inside the open-clip-torch wheel (extra [open_clip]); imported by name
+    # because tools/check_imports.py has no alias for it. Raises where torchvision is missing.
+    ocd = importlib.import_module("open_clip_train.data")
+
+    mixer = MixedCaption(p, **kwargs)
+    original_rename = ocd.wds.rename
+
+    def rename(*args: Any, **kw: Any) -> Any:
+        mix, renamer = wds.map(mixer), original_rename(*args, **kw)
+        return lambda source: renamer(mix(source))
+
+    ocd.wds.rename = rename
+    try:
+        yield
+    finally:
+        ocd.wds.rename = original_rename
