@@ -3,7 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from icml25_core.cli import add_reproduce_command, console_parser, positive_int, report_folder
+from icml25_core.cli import (
+    add_reproduce_command,
+    console_parser,
+    positive_int,
+    report_folder,
+    shard_spec,
+)
 
 
 def _script():
@@ -55,6 +61,23 @@ def test_reproduce_defaults_and_options(tmp_path, monkeypatch):
 def test_positive_int_rejects(value, message):
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         positive_int(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("0/1", (0, 1)), ("2/3", (2, 3)), (" 1/ 4", (1, 4))]
+)
+def test_shard_spec_parses(text, expected):
+    assert shard_spec(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("3/3", "needs 0 <= i < n"), ("-1/2", "needs 0 <= i < n"), ("0/0", "needs 0 <= i < n"),
+     ("1", "must look like i/n"), ("a/b", "must look like i/n"), ("1/2/3", "must look like i/n")],
+)  # fmt: skip
+def test_shard_spec_rejects(text, message):
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        shard_spec(text)
 
 
 def test_bad_report_folder_is_a_usage_error(tmp_path, capsys):

@@ -9,7 +9,7 @@ values, instead of tracebacks.
 import argparse
 from pathlib import Path
 
-__all__ = ["add_reproduce_command", "console_parser", "positive_int", "report_folder"]
+__all__ = ["add_reproduce_command", "console_parser", "positive_int", "report_folder", "shard_spec"]
 
 
 def console_parser(
@@ -94,6 +94,24 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def shard_spec(text: str) -> tuple[int, int]:
+    """argparse type for ``--shard i/n``: this process's share ``(i, n)`` of a job split into
+    ``n`` parts, ``0 <= i < n`` (a corpus purified, reranked or evaluated by several processes).
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        If `text` is not two integers ``i/n`` with ``n >= 1`` and ``0 <= i < n``.
+    """
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard must look like i/n, got {text!r}") from None
+    if n < 1 or not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard i/n needs 0 <= i < n, got {text!r}")
+    return i, n
 
 
 def report_folder(text: str) -> Path:

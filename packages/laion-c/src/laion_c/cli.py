@@ -15,21 +15,11 @@ import math
 import sys
 
 from icml25_core import end_process
-from icml25_core.cli import add_reproduce_command, console_parser
+from icml25_core.cli import add_reproduce_command, console_parser, shard_spec
 
 from ._version import __version__
 from .params import ALIASES, DISTORTIONS, LEVELS
 from .superclass import OUTPUTS
-
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        index, count = (int(v) for v in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard must look like i/n, got {text!r}") from None
-    if not 0 <= index < count:
-        raise argparse.ArgumentTypeError(f"--shard i/n needs 0 <= i < n, got {text!r}")
-    return index, count
 
 
 def _seed(text: str) -> int:
@@ -120,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=_seed, default=0, help="seed of the per-image seeds (default: 0)"
     )
     build.add_argument(
-        "--shard", type=_shard, default=(0, 1), help="i/n: this task's share (default: 0/1)"
+        "--shard", type=shard_spec, default=(0, 1), help="i/n: this task's share (default: 0/1)"
     )
     build.add_argument("--overwrite", action="store_true", help="rebuild with new parameters")
     _names(build)

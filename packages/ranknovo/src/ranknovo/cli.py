@@ -21,19 +21,9 @@ import math
 import sys
 from pathlib import Path
 
-from icml25_core.cli import add_reproduce_command, console_parser, positive_int
+from icml25_core.cli import add_reproduce_command, console_parser, positive_int, shard_spec
 
 from ._version import __version__
-
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard must be i/n, got {text!r}") from None
-    if n < 1 or not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"--shard i/n needs 0 <= i < n, got {text!r}")
-    return i, n
 
 
 def _existing(text: str) -> Path:
@@ -86,7 +76,9 @@ def build_parser():
     r.add_argument("--candidates", type=_existing, required=True, help="TSV spectrum/model/peptide")
     r.add_argument("--model", type=_existing, required=True, help="model file (ranknovo train)")
     r.add_argument("-o", "--out", required=True, help="output TSV")
-    r.add_argument("--shard", type=_shard, default=(0, 1), help="i/n: rerank every n-th spectrum")
+    r.add_argument(
+        "--shard", type=shard_spec, default=(0, 1), help="i/n: rerank every n-th spectrum"
+    )
     r.add_argument("--batch-size", type=positive_int, default=64)
     r.add_argument(
         "--default-charge", type=positive_int, default=None,
