@@ -72,8 +72,8 @@ def test_save_load_round_trip_and_70_lines(tmp_path):
 
 def test_unknown_phones_listed_and_stress():
     tpl = PhonemeTemplates({"AH": np.zeros(256), "sil": np.zeros(256)})
-    with pytest.raises(ValueError, match=r"\['AH1', 'ZZ'\]"):
-        tpl.render(PhoneAlignment(["AH1", "ZZ"], [1, 1]), 2)
+    with pytest.raises(ValueError, match=r"`alignment`.*\['AH1', 'ZZ'\]"):
+        tpl.render(PhoneAlignment(["AH1", "ZZ"], [1, 1]), 2, strict=True)
     tpl2 = PhonemeTemplates({"AH": np.ones(256)}, strip_stress=True)
     assert tpl2.render(PhoneAlignment(["AH1"], [2]), 2).sum() == 512
 
@@ -121,3 +121,13 @@ def test_alignment_bad_input():
         PhoneAlignment(["A", "B"], [1])
     with pytest.raises(ValueError, match="n_samples"):
         PhoneAlignment.from_intervals([], 0)
+
+
+def test_unknown_phones_render_as_zero_with_warning():
+    # README: missing template information falls back to a zero template, with a warning
+    tpl = PhonemeTemplates({"AH": np.ones(256)})  # no `sil` (e.g. fit on a uniform split)
+    with pytest.warns(UserWarning, match=r"\['ZZ', 'sil'\].*zero"):
+        out = tpl.render(PhoneAlignment(["sil", "AH", "ZZ"], [1, 2, 1]), 4)
+    assert out[:, 0].abs().sum() == 0
+    assert out[:, 3].abs().sum() == 0
+    assert torch.all(out[:, 1:3] == 1)

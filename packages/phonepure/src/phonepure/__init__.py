@@ -7,6 +7,8 @@ threat model is AttackVC's embedding attack (:func:`attackvc_emb`) against Resem
 speaker encoder (:class:`GE2E`). An evaluation tool: no purifier weights ship.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
 from .alignment import PhoneAlignment, align_pocketsphinx, from_textgrid, uniform_alignment
 from .audio import compress, decompress, istft, load, resample, stft
@@ -30,7 +32,24 @@ from .sampling import ald_step_size, pc_sample
 from .sde import OUVESDE
 from .sv import GE2E, compute_partial_slices, eer
 from .templates import PhonemeTemplates
-from .train import train_diffwave, train_refiner
+
+if TYPE_CHECKING:
+    from .train import train_diffwave, train_refiner
+
+
+def __getattr__(name: str) -> Any:
+    # `train` is imported lazily so that `python -m phonepure.train` (torchrun) does not warn
+    # that the module was already imported by the package
+    if name in ("train_diffwave", "train_refiner"):
+        from . import train
+
+        return getattr(train, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "__version__",

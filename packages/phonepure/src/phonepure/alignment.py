@@ -7,7 +7,9 @@ frame count $1 + \lfloor T/128 \rfloor$.
 
 Forced alignment uses pocketsphinx (CMU Sphinx, its bundled en-us model and dictionary); the
 paper's Montreal Forced Aligner is not available offline. When pocketsphinx's phone pass fails
-it falls back to its word alignment with a uniform phone split (CMUdict pronunciations).
+(it can on any input, fast or slow speech) it falls back to its word alignment with a uniform
+phone split (CMUdict pronunciations), then to a uniform split of the clip, with a warning
+naming the fallback.
 """
 
 from __future__ import annotations
@@ -269,11 +271,20 @@ def align_pocketsphinx(
     ------
     ValueError
         On a bad `wav`, empty `text` or ``sr != 16000``.
+    TypeError
+        If `text` is not a str.
+
+    Warns
+    -----
+    UserWarning
+        Naming the fallback used when the phone pass fails (it can fail on any input).
     """
     wav = check_wav(wav)
     if wav.ndim == 3 or (wav.ndim == 2 and wav.shape[0] != 1):
         raise ValueError(f"`wav` must have shape (T,) or (1, T), got {tuple(wav.shape)}")
-    if not isinstance(text, str) or not _words(text):
+    if not isinstance(text, str):
+        raise TypeError(f"`text` must be a str, got {type(text).__name__}")
+    if not _words(text):
         raise ValueError("`text` must be a non-empty transcript")
     if sr != SR:
         raise ValueError(f"`sr` must be {SR}, got {sr}")
@@ -309,12 +320,17 @@ def align_pocketsphinx(
         if not iv:
             raise RuntimeError("empty phone alignment")
         return PhoneAlignment.from_intervals(iv, n)
-    except Exception as err:  # pocketsphinx raises RuntimeError/ValueError on failure
+    except Exception:  # pocketsphinx raises RuntimeError/ValueError/TypeError on failure
         if not fallback:
             raise
-        warnings.warn(f"pocketsphinx phone alignment failed ({err}); falling back", stacklevel=2)
+    # the phone pass can fail on any input (fast or slow speech, noise): say which fallback runs
     total = 1 + n // HOP
     if word_iv:
+        warnings.warn(
+            "pocketsphinx phone alignment failed; fallback 1: its word alignment with a "
+            "uniform phone split per word",
+            stacklevel=2,
+        )
         iv = []
         for name, a, b in word_iv:
             if name in SILENCE_LABELS:
@@ -329,8 +345,17 @@ def align_pocketsphinx(
         return PhoneAlignment.from_intervals(iv, n)
     ua = uniform_alignment(text, total, stress=stress)
     if ua.phones == ["sil"]:
-        warnings.warn("alignment failed: no phones; use a zero template", stacklevel=2)
+        warnings.warn(
+            "pocketsphinx alignment failed and the transcript has no known phones; "
+            "fallback 3: None (the caller uses a zero template)",
+            stacklevel=2,
+        )
         return None
+    warnings.warn(
+        "pocketsphinx phone and word alignment failed; fallback 2: a uniform phone split "
+        "of the whole clip (no `sil`)",
+        stacklevel=2,
+    )
     return ua
 
 

@@ -140,7 +140,7 @@ def load(path, sr: int = SR) -> torch.Tensor:
     FileNotFoundError
         If `path` does not exist.
     ValueError
-        If `sr` is not positive or the file is empty.
+        If `sr` is not positive, or the file is empty or holds NaN/inf samples.
     """
     import soundfile as sf
 
@@ -151,6 +151,8 @@ def load(path, sr: int = SR) -> torch.Tensor:
     data, rate = sf.read(str(path), dtype="float32", always_2d=True)
     if data.shape[0] == 0:
         raise ValueError(f"`path` holds no samples: {path}")
+    if not np.isfinite(data).all():
+        raise ValueError(f"`path` holds NaN or inf samples: {path}")
     mono = torch.from_numpy(data.mean(axis=1)).float()[None]
     return resample(mono, int(rate), sr).clamp(-1.0, 1.0)
 

@@ -124,7 +124,18 @@ def _sos_filter(wav, btype: str, freqs, order: int) -> torch.Tensor:
     from scipy.signal import butter, sosfiltfilt
 
     sos = butter(order, freqs, btype=btype, fs=SR, output="sos")
-    return _scipy(lambda a: sosfiltfilt(sos, a, axis=-1), wav)
+    # sosfiltfilt's default reflect padding (scipy's own formula) needs T > padlen
+    padlen = 3 * (2 * len(sos) + 1 - min(int((sos[:, 2] == 0).sum()), int((sos[:, 5] == 0).sum())))
+
+    def f(a: np.ndarray) -> np.ndarray:
+        if a.shape[-1] <= padlen:
+            raise ValueError(
+                f"`wav` has {a.shape[-1]} samples; this zero-phase {btype} filter (order "
+                f"{order}) needs at least {padlen + 1}"
+            )
+        return sosfiltfilt(sos, a, axis=-1)
+
+    return _scipy(f, wav)
 
 
 def lowpass(wav, cutoff: float = 4000.0, order: int = 5) -> torch.Tensor:

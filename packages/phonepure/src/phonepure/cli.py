@@ -8,21 +8,13 @@ Commands: `purify` (one file or a sharded corpus), `protect` (AttackVC-emb again
 from __future__ import annotations
 
 import argparse
+import pickle
+import sys
 from pathlib import Path
 
-from icml25_core.cli import add_reproduce_command, console_parser
+from icml25_core.cli import add_reproduce_command, console_parser, shard_spec
 
 from ._version import __version__
-
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        i, n = (int(v) for v in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard must look like i/n, got {text!r}") from None
-    if n < 1 or not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"--shard i/n needs 0 <= i < n, got {text!r}")
-    return i, n
 
 
 def _positive_int(text: str) -> int:
@@ -59,26 +51,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", default=None, help="transcript (file input); folders use <name>.txt")
     p.add_argument("-o", "--output", type=Path, required=True, help="output file or folder")
     p.add_argument("--stage1-only", action="store_true", help="AudioPure: stage 1 alone")
-    p.add_argument("--shard", type=_shard, default=(0, 1), help="i/n: this process's file shard")
-    p.add_argument("--t-star", type=_positive_int, default=None)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--shard", type=shard_spec, default=(0, 1), help="i/n: this process's file shard"
+    )
+    p.add_argument(
+        "--t-star", type=_positive_int, default=None, help="stage-1 depth in [1, 200] (bundle's)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     q = commands.add_parser("protect", help="AttackVC-emb protection against GE2E")
-    q.add_argument("input", type=Path)
-    q.add_argument("--target", type=Path, required=True, help="speech of another speaker")
-    q.add_argument("-o", "--output", type=Path, required=True)
-    q.add_argument("--eps", type=_positive_float, default=0.01)
-    q.add_argument("--iters", type=_positive_int, default=150)
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("input", type=Path, help="the speaker's clip to protect")
+    q.add_argument(
+        "--target", type=Path, required=True, help="speech of another speaker (attack target)"
+    )
+    q.add_argument("-o", "--output", type=Path, required=True, help="protected wav")
+    q.add_argument("--eps", type=_positive_float, default=0.01, help="L-inf budget (default: 0.01)")
+    q.add_argument("--iters", type=_positive_int, default=150, help="Adam steps (default: 150)")
+    q.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     e = commands.add_parser("eval", help="GE2E cosine of a clip to an enrolment clip")
-    e.add_argument("input", type=Path)
-    e.add_argument("--enrol", type=Path, required=True)
-    e.add_argument("--threshold", type=float, default=None)
+    e.add_argument("input", type=Path, help="clip to verify")
+    e.add_argument("--enrol", type=Path, required=True, help="enrolment clip of the speaker")
+    e.add_argument(
+        "--threshold", type=float, default=None, help="print accept/reject at this cosine"
+    )
     add_reproduce_command(
         commands,
         description="Measure the paper's headline claim on real input; write the report "
         "as <out>/phonepure.md and .json.",
     )
     return parser
+
+
+# bad input files / model files: one-line error instead of a traceback (soundfile's
+# LibsndfileError is a RuntimeError)
+_INPUT_ERRORS = (ValueError, TypeError, RuntimeError, OSError, EOFError, pickle.UnpicklingError)
+
+
+def _reason(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
 def _write(path: Path, wav) -> None:
@@ -109,28 +118,49 @@ def main(argv=None) -> int:
             parser.error(f"input not found: {args.input}")
         if not args.model.exists():
             parser.error(f"--model not found: {args.model}")
-        model = load_bundle(args.model, t_star=args.t_star)
+        if not args.input.is_dir() and args.shard != (0, 1):
+            parser.error("--shard needs a folder input (a single file is not sharded)")
+        if args.t_star is not None and args.t_star > 200:
+            parser.error(f"--t-star must be in [1, 200] (DDPM steps), got {args.t_star}")
+        try:
+            model = load_bundle(args.model, t_star=args.t_star)
+        except _INPUT_ERRORS as err:
+            parser.error(f"--model {args.model}: {_reason(err)}")
         g = torch.Generator().manual_seed(args.seed)
         if args.input.is_dir():
             i, n = args.shard
-            files = sorted(args.input.glob("*.wav"))[i::n]
+            every = sorted(args.input.glob("*.wav"))
+            if not every:
+                parser.error(f"no .wav files in {args.input}")
+            files = every[i::n]
+            failed = []
             for f in files:
-                txt = f.with_suffix(".txt")
-                text = txt.read_text(encoding="utf-8").strip() if txt.exists() else None
-                out = model(
-                    load(f).clamp(-1, 1), text=text, generator=g, stage1_only=args.stage1_only
-                )
-                _write(args.output / f.name, out)
-            print(f"shard {i}/{n}: purified {len(files)} files into {args.output}")
-        else:
+                try:
+                    txt = f.with_suffix(".txt")
+                    text = txt.read_text(encoding="utf-8").strip() if txt.exists() else None
+                    out = model(
+                        load(f).clamp(-1, 1), text=text, generator=g, stage1_only=args.stage1_only
+                    )
+                    _write(args.output / f.name, out)
+                except _INPUT_ERRORS as err:  # report, keep the rest of the shard
+                    failed.append(f)
+                    print(f"phonepure: skipped {f}: {_reason(err)}", file=sys.stderr)
+            print(
+                f"shard {i}/{n}: purified {len(files) - len(failed)} of {len(files)} files "
+                f"into {args.output}"
+            )
+            return 1 if failed else 0
+        try:
             out = model(
                 load(args.input).clamp(-1, 1),
                 text=args.text,
                 generator=g,
                 stage1_only=args.stage1_only,
             )
-            _write(args.output, out)
-            print(f"wrote {args.output}")
+        except _INPUT_ERRORS as err:
+            parser.error(f"{args.input}: {_reason(err)}")
+        _write(args.output, out)
+        print(f"wrote {args.output}")
         return 0
     from .sv import GE2E
 
@@ -142,14 +172,17 @@ def main(argv=None) -> int:
             if not f.exists():
                 parser.error(f"file not found: {f}")
         g = torch.Generator().manual_seed(args.seed)
-        out = attackvc_emb(
-            load(args.input)[0],
-            enc.embed,
-            load(args.target)[0],
-            eps=args.eps,
-            iters=args.iters,
-            generator=g,
-        )
+        try:
+            out = attackvc_emb(
+                load(args.input)[0],
+                enc.embed,
+                load(args.target)[0],
+                eps=args.eps,
+                iters=args.iters,
+                generator=g,
+            )
+        except _INPUT_ERRORS as err:
+            parser.error(_reason(err))
         _write(args.output, out)
         print(f"wrote {args.output}")
         return 0
@@ -158,8 +191,11 @@ def main(argv=None) -> int:
     for f in (args.input, args.enrol):
         if not f.exists():
             parser.error(f"file not found: {f}")
-    with torch.no_grad():
-        c = cosine(enc.embed(load(args.input)[0]), enc.embed(load(args.enrol)[0]))
+    try:
+        with torch.no_grad():
+            c = cosine(enc.embed(load(args.input)[0]), enc.embed(load(args.enrol)[0]))
+    except _INPUT_ERRORS as err:
+        parser.error(_reason(err))
     msg = f"cosine {c:.4f}"
     if args.threshold is not None:
         msg += " accept" if c >= args.threshold else " reject"

@@ -48,33 +48,49 @@ def sv_accuracy(scores, threshold: float) -> float:
     Raises
     ------
     ValueError
-        If `scores` is empty or not finite.
+        If `scores` is empty or not finite, or `threshold` is NaN.
     """
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     if s.size == 0 or not np.isfinite(s).all():
         raise ValueError("`scores` must be non-empty and finite")
+    if np.isnan(float(threshold)):
+        raise ValueError("`threshold` is NaN")
     return float(np.mean(s >= float(threshold)))
 
 
 def snr_db(reference, estimate) -> float:
-    r"""SNR of `estimate` against `reference` in dB (cropped to the shorter length).
+    r"""SNR of `estimate` against `reference` in dB: $10\log_{10}(\|r\|^2/\|r-e\|^2)$.
+
+    Note the order: the clean reference comes first (torchmetrics puts ``preds`` first).
+    Both are cropped to the shorter length along the last (time) axis; the other axes must
+    agree once size-1 axes are dropped (``(T,)`` and ``(1, T)`` match, ``(2, T)`` and
+    ``(1, T)`` do not).
 
     Raises
     ------
     ValueError
-        On empty or non-finite input.
+        On empty or non-finite input, incompatible shapes, or an all-zero `reference`.
     """
-    r = torch.as_tensor(reference).detach().double().reshape(-1)
-    e = torch.as_tensor(estimate).detach().double().reshape(-1)
-    n = min(r.numel(), e.numel())
+    r = torch.as_tensor(reference).detach().double()
+    e = torch.as_tensor(estimate).detach().double()
+    lead_r = tuple(d for d in r.shape[:-1] if d != 1)
+    lead_e = tuple(d for d in e.shape[:-1] if d != 1)
+    if lead_r != lead_e:
+        raise ValueError(
+            f"`reference` {tuple(r.shape)} and `estimate` {tuple(e.shape)} have incompatible "
+            "shapes (only the last, time axis may differ)"
+        )
+    n = min(r.shape[-1], e.shape[-1]) if r.ndim and e.ndim else 0
     if n == 0:
         raise ValueError("`reference` and `estimate` must be non-empty")
-    r, e = r[:n], e[:n]
+    r, e = r[..., :n].reshape(-1), e[..., :n].reshape(-1)
     if not (torch.isfinite(r).all() and torch.isfinite(e).all()):
         raise ValueError("`reference` or `estimate` contains NaN or inf")
     err = float(((r - e) ** 2).sum())
     sig = float((r**2).sum())
-    return float("inf") if err == 0 else 10 * np.log10(max(sig, 1e-20) / err)
+    if sig == 0:
+        raise ValueError("`reference` is all zeros: the SNR is undefined")
+    return float("inf") if err == 0 else 10 * np.log10(sig / err)
 
 
 def pesq(reference, estimate, sr: int = 16000) -> float:

@@ -109,6 +109,24 @@ class PhonePuRe(nn.Module):
             return self.refiner(y1, template, generator=generator)
 
 
+def _check_config(arg: str, name: str, model: nn.Module, cls: type, cfg: Any) -> None:
+    """Raise ValueError naming `name` unless ``cls(**cfg)`` has `model`'s parameter shapes."""
+    if not isinstance(model, cls):
+        raise TypeError(f"`{arg}` must be a {cls.__name__}, got {type(model).__name__}")
+    if not isinstance(cfg, dict):
+        raise TypeError(
+            f"`{name}` must be a dict of constructor arguments, got {type(cfg).__name__}"
+        )
+    try:
+        ref = cls(**cfg).state_dict()
+    except TypeError as err:
+        raise ValueError(f"`{name}` is not a valid {cls.__name__} config: {err}") from None
+    got = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    want = {k: tuple(v.shape) for k, v in ref.items()}
+    if got != want:
+        raise ValueError(f"`{name}` {cfg} does not match the {cls.__name__} being saved")
+
+
 def save_bundle(
     path,
     diffwave: DiffWave,
@@ -119,13 +137,48 @@ def save_bundle(
     t_star: int = 3,
     N: int = 30,
 ) -> Path:
-    """Save both stages and the templates in one ``torch.save`` file.
+    """Save both stages and the templates in one ``torch.save`` file (read by :func:`load_bundle`
+    and ``phonepure purify --model``).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Output file.
+    diffwave : DiffWave
+        Stage-1 network.
+    diffwave_config : dict
+        The keyword arguments `diffwave` was built with, e.g.
+        ``dict(res_channels=32, skip_channels=32, layers=6, cycle=6)``.
+    score_model : ScoreUNet
+        Stage-2 score network (``refiner.net`` of a :class:`PhonemeGuidedRefiner`).
+    score_config : dict
+        The keyword arguments `score_model` was built with, e.g. ``dict(base=8)``.
+    templates : PhonemeTemplates or None
+        Phone templates (None: stage 2 always uses a zero template).
+    t_star : int, default=3
+        Stage-1 diffusion depth, in [1, 200].
+    N : int, default=30
+        Stage-2 sampler steps (>= 1).
 
     Returns
     -------
     pathlib.Path
+
+    Raises
+    ------
+    TypeError
+        If a model or config has the wrong type.
+    ValueError
+        If a config does not rebuild its model (names `diffwave_config` / `score_config`), or
+        `t_star` / `N` is out of range.
     """
     path = Path(path)
+    _check_config("diffwave", "diffwave_config", diffwave, DiffWave, diffwave_config)
+    _check_config("score_model", "score_config", score_model, ScoreUNet, score_config)
+    if isinstance(t_star, bool) or not isinstance(t_star, int) or not 1 <= t_star <= 200:
+        raise ValueError(f"`t_star` must be an int in [1, 200], got {t_star!r}")
+    if isinstance(N, bool) or not isinstance(N, int) or N < 1:
+        raise ValueError(f"`N` must be an int >= 1, got {N!r}")
     torch.save(
         {
             "diffwave": diffwave.state_dict(),
@@ -151,18 +204,24 @@ def load_bundle(path, t_star: int | None = None, N: int | None = None) -> PhoneP
     ------
     FileNotFoundError
         If `path` does not exist.
+    ValueError
+        If `path` is not a :func:`save_bundle` file, or `t_star` / `N` is out of range.
     """
     import numpy as np
 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"`path` does not exist: {path}")
-    b = torch.load(path, map_location="cpu", weights_only=False)
-    dw = DiffWave(**b["diffwave_config"])
-    dw.load_state_dict(b["diffwave"])
+    try:
+        b = torch.load(path, map_location="cpu", weights_only=False)
+        dw = DiffWave(**b["diffwave_config"])
+        dw.load_state_dict(b["diffwave"])
+        net = ScoreUNet(**b["score_config"])
+        net.load_state_dict(b["score"])
+    except Exception as err:  # unpickling errors, missing keys, shape mismatches
+        msg = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise ValueError(f"`path` is not a save_bundle file ({msg}): {path}") from None
     dw.eval()
-    net = ScoreUNet(**b["score_config"])
-    net.load_state_dict(b["score"])
     net.eval()
     table = {k: np.asarray(v, dtype=np.float32) for k, v in b["templates"].items()}
     templates = PhonemeTemplates(table, strip_stress=b["templates_strip_stress"]) if table else None

@@ -14,6 +14,7 @@ $$ e(x) = \frac{\bar e}{\lVert \bar e\rVert}, \quad
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,8 @@ import torch
 from torch import nn
 
 from .audio import check_wav
+
+MIN_SAMPLES = 1600  # 0.1 s: below this GE2E.embed warns
 
 __all__ = ["GE2E", "compute_partial_slices", "normalize_volume", "eer"]
 
@@ -183,11 +186,26 @@ class GE2E(nn.Module):
         ------
         ValueError
             On a bad shape, NaN/inf or empty input.
+
+        Warns
+        -----
+        UserWarning
+            If `wav` leaves [-1, 1] (int16-scaled?) or is shorter than 0.1 s (1600 samples).
         """
         wav = check_wav(wav)
         if wav.ndim == 3 or (wav.ndim == 2 and wav.shape[0] != 1):
             raise ValueError(f"`wav` must have shape (T,) or (1, T), got {tuple(wav.shape)}")
         x = wav.reshape(-1).float()
+        if x.shape[0] < MIN_SAMPLES:
+            warnings.warn(
+                f"`wav` has {x.shape[0]} samples (< {MIN_SAMPLES}, 0.1 s): the embedding is "
+                "not meaningful",
+                stacklevel=2,
+            )
+        if float(x.detach().abs().max()) > 1:
+            warnings.warn(
+                "`wav` leaves [-1, 1] (int16-scaled audio? divide by 32768)", stacklevel=2
+            )
         if normalize:
             x = normalize_volume(x)
         wav_s, mel_s = compute_partial_slices(x.shape[0])
@@ -261,10 +279,13 @@ def eer(scores, labels) -> tuple[float, float]:
     Raises
     ------
     ValueError
-        On mismatched lengths, NaN, or a missing class.
+        On arrays that are not 1-D, mismatched lengths, NaN, or a missing class.
     """
-    s = np.asarray(scores, dtype=np.float64).reshape(-1)
-    y = np.asarray(labels).reshape(-1)
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels)
+    for name, v in (("scores", s), ("labels", y)):
+        if v.ndim != 1:
+            raise ValueError(f"`{name}` must be 1-D, got shape {v.shape}")
     if s.shape != y.shape or s.size == 0:
         raise ValueError(
             f"`scores` and `labels` must be non-empty and equal length, got {s.shape}, {y.shape}"

@@ -117,8 +117,13 @@ class PhonemeTemplates:
         table = {p: np.mean(v, axis=0).astype(np.float32) for p, v in occ.items()}
         return cls(table, strip_stress=strip_stress)
 
-    def render(self, alignment: PhoneAlignment, n_frames: int) -> torch.Tensor:
+    def render(
+        self, alignment: PhoneAlignment, n_frames: int, strict: bool = False
+    ) -> torch.Tensor:
         """Repeat each phone's template for its duration, zero-pad or crop to `n_frames`.
+
+        A phone without a template (``sil`` included) is rendered as a zero vector with a
+        warning that lists the missing phones; ``strict=True`` raises instead.
 
         Parameters
         ----------
@@ -126,6 +131,8 @@ class PhonemeTemplates:
             Phones and durations.
         n_frames : int
             STFT frames of the clip (>= 1).
+        strict : bool, default=False
+            Raise instead of zero-filling phones without a template.
 
         Returns
         -------
@@ -134,12 +141,14 @@ class PhonemeTemplates:
         Raises
         ------
         ValueError
-            If a phone has no template (all unknown phones are listed) or `n_frames` < 1.
+            If `n_frames` < 1, or, with ``strict=True``, a phone has no template (all
+            unknown phones are listed).
 
         Warns
         -----
         UserWarning
-            If ``alignment.n_frames / n_frames`` is outside [0.8, 1.3].
+            If a phone has no template (zero vector used; all unknown phones are listed),
+            or if ``alignment.n_frames / n_frames`` is outside [0.8, 1.3].
         """
         if isinstance(n_frames, bool) or not isinstance(n_frames, int) or n_frames < 1:
             raise ValueError(f"`n_frames` must be an int >= 1, got {n_frames!r}")
@@ -148,13 +157,19 @@ class PhonemeTemplates:
             {p for p, k in zip(alignment.phones, keys, strict=True) if k not in self.table_}
         )
         if unknown:
-            raise ValueError(f"`alignment` has phones without a template: {unknown}")
+            msg = f"`alignment` has phones without a template: {unknown}"
+            if strict:
+                raise ValueError(msg)
+            warnings.warn(f"{msg}; they are rendered as zero vectors", stacklevel=2)
         ratio = alignment.n_frames / n_frames
         if not 0.8 <= ratio <= 1.3:
             warnings.warn(
                 f"alignment/STFT frame ratio {ratio:.2f} outside [0.8, 1.3]", stacklevel=2
             )
-        vecs = torch.from_numpy(np.stack([self.table_[k] for k in keys], axis=1))  # (256, P)
+        zero = np.zeros(N_BINS, np.float32)
+        vecs = torch.from_numpy(
+            np.stack([self.table_.get(k, zero) for k in keys], axis=1)
+        )  # (256, P)
         out = torch.repeat_interleave(vecs, torch.tensor(alignment.durations), dim=1)
         if out.shape[1] < n_frames:
             out = torch.nn.functional.pad(out, (0, n_frames - out.shape[1]))

@@ -18,6 +18,7 @@ import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -74,15 +75,27 @@ def _budget(steps: int | None, seconds: float | None) -> tuple[int, float]:
 
 
 def _resume(
-    ckpt: Path | None, model: nn.Module, opt: torch.optim.Optimizer, ema: nn.Module | None
+    ckpt: Path | None,
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    ema: nn.Module | None,
+    g: torch.Generator | None = None,
 ) -> int:
     if ckpt is None or not ckpt.exists():
         return 0
     state = torch.load(ckpt, map_location="cpu", weights_only=False)
-    model.load_state_dict(state["model"])
-    opt.load_state_dict(state["opt"])
-    if ema is not None and "ema" in state:
-        ema.load_state_dict(state["ema"])
+    try:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        if ema is not None and "ema" in state:
+            ema.load_state_dict(state["ema"])
+    except (RuntimeError, ValueError, KeyError) as err:
+        msg = str(err).splitlines()[0]
+        raise ValueError(f"`checkpoint` {ckpt} does not match the model ({msg})") from None
+    _, rank, world = _dist()
+    rng = state.get("rng")  # one generator state per rank (absent in old checkpoints)
+    if g is not None and rng is not None and len(rng) == world:
+        g.set_state(rng[rank])
     return int(state["step"])
 
 
@@ -92,11 +105,20 @@ def _save(
     opt: torch.optim.Optimizer,
     ema: nn.Module | None,
     step: int,
+    g: torch.Generator | None = None,
 ) -> None:
-    _, rank, _ = _dist()
-    if ckpt is None or rank != 0:
+    dist, rank, world = _dist()
+    if ckpt is None:
+        return
+    rng: list[Any] | None = [g.get_state()] if g is not None else None
+    if g is not None and dist is not None and world > 1:  # every rank calls _save together
+        rng = [None] * world
+        dist.all_gather_object(rng, g.get_state())
+    if rank != 0:
         return
     state = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step}
+    if rng is not None:
+        state["rng"] = rng  # so that a resumed run draws what an uninterrupted one would
     if ema is not None:
         state["ema"] = ema.state_dict()
     tmp = ckpt.with_suffix(".tmp")
@@ -162,7 +184,7 @@ def train_diffwave(
     Raises
     ------
     ValueError
-        On empty `wavs` or a bad budget.
+        On empty `wavs`, a bad budget, or a `checkpoint` that does not match the model.
     """
     n_steps, limit = _budget(steps, seconds)
     sch = schedule or DDPMSchedule()
@@ -175,7 +197,7 @@ def train_diffwave(
     net = _wrap(model)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     ckpt = Path(checkpoint) if checkpoint is not None else None
-    step = _resume(ckpt, model, opt, None)
+    step = _resume(ckpt, model, opt, None, g)
     start = time.perf_counter()
     loss_v = float("nan")
     model.train()
@@ -192,10 +214,10 @@ def train_diffwave(
         step += 1
         loss_v = float(loss.detach())
         if step % checkpoint_every == 0:
-            _save(ckpt, model, opt, None, step)
+            _save(ckpt, model, opt, None, step, g)
         if _sync_steps(time.perf_counter() - start > limit):
             break
-    _save(ckpt, model, opt, None, step)
+    _save(ckpt, model, opt, None, step, g)
     model.eval()
     return {"steps": step, "loss": loss_v, "seconds": time.perf_counter() - start}
 
@@ -246,10 +268,13 @@ def train_refiner(
     Raises
     ------
     ValueError
-        On empty `pairs` or a bad budget.
+        On empty `pairs`, a pair whose clips differ in length, `frames` not a positive
+        multiple of 4, a bad budget, or a `checkpoint` that does not match the model.
     """
     if not pairs:
         raise ValueError("`pairs` is empty")
+    if isinstance(frames, bool) or not isinstance(frames, int) or frames < 4 or frames % 4:
+        raise ValueError(f"`frames` must be a positive multiple of 4 (U-Net), got {frames!r}")
     n_steps, limit = _budget(steps, seconds)
     sde = sde or OUVESDE()
     _, rank, _ = _dist()
@@ -258,6 +283,11 @@ def train_refiner(
     for i, (x0, y, p) in enumerate(pairs):
         x0 = check_wav(x0, f"pairs[{i}][0]").reshape(-1).float()
         y = check_wav(y, f"pairs[{i}][1]").reshape(-1).float()
+        if x0.numel() != y.numel():
+            raise ValueError(
+                f"`pairs[{i}]`: clean clip ({x0.numel()} samples) and stage-1 output "
+                f"({y.numel()} samples) differ in length"
+            )
         yn, peak = peak_normalise(y)
         X0 = compress(stft(x0 / peak))
         Y = compress(stft(yn))
@@ -273,7 +303,7 @@ def train_refiner(
     net = _wrap(model)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     ckpt = Path(checkpoint) if checkpoint is not None else None
-    step = _resume(ckpt, model, opt, ema)
+    step = _resume(ckpt, model, opt, ema, g)
     start = time.perf_counter()
     loss_v = float("nan")
     model.train()
@@ -308,10 +338,10 @@ def train_refiner(
         step += 1
         loss_v = float(loss.detach())
         if step % checkpoint_every == 0:
-            _save(ckpt, model, opt, ema, step)
+            _save(ckpt, model, opt, ema, step, g)
         if _sync_steps(time.perf_counter() - start > limit):
             break
-    _save(ckpt, model, opt, ema, step)
+    _save(ckpt, model, opt, ema, step, g)
     ema.eval()
     model.eval()
     return ema, {"steps": step, "loss": loss_v, "seconds": time.perf_counter() - start}
