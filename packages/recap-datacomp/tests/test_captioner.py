@@ -84,3 +84,14 @@ def test_captioner_runs_on_cuda(images):
     cap = HFCaptioner(model, processor, max_new_tokens=4, device="cuda")
     assert cap.model.device.type == "cuda"
     assert len(cap(images)) == 4
+
+
+def test_missing_local_model_folder_is_named(tmp_path):
+    """Trial 20, M3: the hub's "Repo id must be ..." never said the folder is missing."""
+    from recap_datacomp.cli import main
+
+    for path in ("/nonexistent/x", str(tmp_path / "gone"), "./my-captioner-missing"):
+        with pytest.raises(FileNotFoundError, match=r"`path`: local model folder .*does not exist"):
+            HFCaptioner.from_pretrained(path)
+    with pytest.raises(FileNotFoundError, match="`--model`: local model folder"):
+        main(["train-clip", "x.tar", "--model", "/nonexistent/clip", "--out", str(tmp_path)])

@@ -133,3 +133,6 @@ def test_train_clip_under_torchrun_two_processes(tmp_path):
     lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
     assert sorted(r["rank"] for r in lines) == [0, 1]
     assert (tmp_path / "trained" / "config.json").exists()
+    first = [set(r["first_batch_keys"]) for r in lines]
+    assert len(first[0]) == len(first[1]) == 4
+    assert not first[0] & first[1]  # ranks train on different data (trial 20, H2)

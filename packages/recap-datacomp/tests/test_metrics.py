@@ -164,3 +164,18 @@ def test_metrics_reject_bad_input(data):
         caption_stats([])
     with pytest.raises(ValueError, match="context_length"):
         caption_stats(["a"], context_length=0)
+
+
+def test_trial20_low_findings_raise_clearly():
+    """Trial 20, L1-L3: zero-norm rows, negative indices, None captions."""
+    zero_row = np.eye(3, 2)  # row 2 is all zeros
+    for dtype in (np.float64, np.float16):
+        with pytest.raises(ValueError, match="`image_emb` row 2 has zero norm"):
+            retrieval_metrics(zero_row.astype(dtype), np.ones((3, 2)), np.arange(3), ks=(1,))
+    with pytest.raises(ValueError, match="`text_emb` row 2 has zero norm"):
+        retrieval_metrics(np.ones((3, 2)), zero_row, np.arange(3), ks=(1,))
+    assert retrieval_metrics(zero_row, zero_row, np.arange(3), ks=(1,), normalize=False)
+    with pytest.raises(IndexError, match=r"`text_to_image`.*negative value -1"):
+        retrieval_metrics(np.eye(3, 2) + 1, np.eye(3, 2) + 1, np.array([0, 1, -1]), ks=(1,))
+    with pytest.raises(TypeError, match=r"`captions`.*NoneType at index 0"):
+        caption_stats([None, "a"])

@@ -133,3 +133,86 @@ def test_uniform_is_in_unit_interval():
     u = np.array([mix_uniform(1, 2, k) for k in KEYS[:10000]])
     assert u.min() >= 0
     assert u.max() < 1
+
+
+def _keys(urls, *, rank=None, world_size=None, workers=0, epoch=0, resampled=False, batches=None):
+    loader = mixed_caption_loader(
+        urls,
+        p=0.5,
+        preprocess=lambda im: torch.zeros(1),
+        tokenizer=lambda texts: texts,
+        batch_size=2,
+        num_workers=workers,
+        seed=3,
+        epoch=epoch,
+        resampled=resampled,
+        with_keys=True,
+        rank=rank,
+        world_size=world_size,
+    )
+    keys = []
+    for i, (_, _, batch_keys, _) in enumerate(loader):
+        keys += batch_keys
+        if batches is not None and i + 1 >= batches:
+            break
+    return keys
+
+
+@pytest.mark.parametrize(("n_shards", "workers"), [(4, 0), (4, 2), (1, 0)])
+def test_ranks_get_disjoint_keys_whose_union_is_one_process(merged, n_shards, workers):
+    urls = merged[:n_shards]
+    single = _keys(urls)
+    r0 = _keys(urls, rank=0, world_size=2, workers=workers)
+    r1 = _keys(urls, rank=1, world_size=2, workers=workers)
+    assert r0
+    assert r1
+    assert not set(r0) & set(r1)
+    assert sorted(r0 + r1) == sorted(single)
+    assert len(single) == 8 * n_shards
+
+
+def test_shard_order_is_shuffled_per_epoch_and_same_on_every_rank(merged):
+    from recap_datacomp.mixing import epoch_shards
+
+    assert epoch_shards(merged, 3, 0) == epoch_shards(list(reversed(merged)), 3, 0)
+    assert {tuple(epoch_shards(merged, 3, e)) for e in range(6)} != {tuple(sorted(merged))}
+    e0, e1 = _keys(merged, rank=0, world_size=2), _keys(merged, rank=0, world_size=2, epoch=1)
+    assert set(e0) != set(e1) or e0 != e1
+
+
+def test_resampled_ranks_are_disjoint_even_with_one_shard(merged):
+    r0 = _keys(merged[:1], rank=0, world_size=2, resampled=True, batches=2)
+    r1 = _keys(merged[:1], rank=1, world_size=2, resampled=True, batches=2)
+    assert len(r0) == len(r1) == 4
+    assert not set(r0) & set(r1)
+
+
+def test_loader_rejects_bad_rank():
+    kw = {"p": 0.5, "preprocess": None, "tokenizer": None, "batch_size": 2}
+    with pytest.raises(ValueError, match="`rank`"):
+        mixed_caption_loader(["x.tar"], rank=2, world_size=2, **kw)
+    with pytest.raises(ValueError, match="`rank`"):
+        mixed_caption_loader(["x.tar"], rank=0, **kw)
+    with pytest.raises(TypeError, match="`world_size`"):
+        mixed_caption_loader(["x.tar"], rank=0, world_size=2.0, **kw)
+
+
+def _gloo_worker(rank, urls, init_file, out):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    try:
+        keys = _keys(urls)
+        with open(f"{out}.{rank}", "w") as f:
+            f.write("\n".join(keys))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_processes_read_disjoint_keys(merged, tmp_path):
+    import torch.multiprocessing as mp
+
+    mp.spawn(_gloo_worker, args=(merged, str(tmp_path / "init"), str(tmp_path / "keys")), nprocs=2)
+    r0, r1 = ((tmp_path / f"keys.{r}").read_text().split("\n") for r in (0, 1))
+    assert not set(r0) & set(r1)
+    assert sorted(r0 + r1) == sorted(_keys(merged))

@@ -5,6 +5,7 @@ import io
 import json
 import tarfile
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from _rd_helpers import HashCaptioner, Kill, KillAt, make_shards
@@ -160,3 +161,58 @@ def test_recaption_shards_rejects_bad_input(shards, tmp_path):
         expand_shards(str(tmp_path / "none-{0..3}.tar"))
     with pytest.raises(ValueError, match="rank"):
         recaption_shards(shards, tmp_path, HashCaptioner(), rank=2, world_size=2)
+
+
+def test_error_column_has_no_memory_address_so_resume_equals_clean(tmp_path):
+    """Trial 20, M1: PIL's "cannot identify image file <_io.BytesIO object at 0x...>"."""
+    from recap_datacomp.shards import encode_image, write_shard
+
+    rng = np.random.default_rng(0)
+    samples = []
+    for i in range(8):
+        image = (
+            b"garbage bytes"
+            if i % 3 == 1
+            else encode_image(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8))
+        )
+        samples.append({"__key__": f"k{i}", "jpg": image, "txt": f"alt {i}"})
+    write_shard(str(tmp_path / "web.tar"), samples)
+    shard = [str(tmp_path / "web.tar")]
+    recaption_shards(shard, tmp_path / "clean", HashCaptioner(), **KW)
+    with pytest.raises(Kill):
+        recaption_shards(shard, tmp_path / "killed", KillAt(3), **KW)
+    recaption_shards(shard, tmp_path / "killed", HashCaptioner(), **KW)
+    clean, resumed = read_recaptions(tmp_path / "clean"), read_recaptions(tmp_path / "killed")
+    errors = clean.column("error").to_pylist()
+    assert errors[1].startswith("UnidentifiedImageError: cannot identify image file")
+    assert not any("0x" in e for e in errors)
+    assert resumed.equals(clean)
+
+
+def test_non_tar_missing_shard_and_unmatched_text_key_raise(shards, tmp_path):
+    """Trial 20, M2: these finished silently with 0 rows / empty org_caption."""
+    (tmp_path / "notes.py").write_text("print('not a shard')\n")
+    with pytest.raises(ValueError, match=r"`shards`.*not a tar"):
+        recaption_shards([str(tmp_path / "notes.py")], tmp_path / "o1", HashCaptioner(), **KW)
+    assert not (tmp_path / "o1" / "notes.py_stats.json").exists()
+    with pytest.raises(FileNotFoundError, match=r"`shards`.*does not exist"):
+        pipeline.caption_shard(str(tmp_path / "nope.tar"), tmp_path / "o2", HashCaptioner())
+    with pytest.raises(ValueError, match=r"`text_key` 'nope'.*jpg, json, txt"):
+        recaption_shards(shards, tmp_path / "o3", HashCaptioner(), text_key="nope", **KW)
+    with pytest.raises(ValueError, match="`text_key` 'json:org_caption'"):
+        recaption_shards(
+            shards, tmp_path / "o4", HashCaptioner(), text_key="json:org_caption", **KW
+        )
+    stats = recaption_shards(shards, tmp_path / "o5", HashCaptioner(), text_key="json:url", **KW)
+    assert stats.counts["ok"] == 20
+
+
+def test_run_with_no_successful_row_warns(shards, tmp_path):
+    """Trial 20 note: a captioner failing on every row "succeeded" with ok: 0 and no warning."""
+
+    def broken(images, prompts=None):
+        raise RuntimeError("bad processor")
+
+    with pytest.warns(RuntimeWarning, match="none of the 20 rows"):
+        stats = recaption_shards(shards, tmp_path, broken, **KW)
+    assert stats.counts["caption_error"] == 20

@@ -7,6 +7,7 @@ decoded greedily with at most 128 new tokens; the original alt-text is not in th
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any, Protocol, runtime_checkable
 
 RECAP_PROMPT = (
@@ -38,6 +39,18 @@ def run_config_of(captioner: Any) -> dict[str, Any]:
     if config is None:
         return {"model_id": type(captioner).__name__}
     return dict(config)
+
+
+def check_model_path(path: Any, name: str = "path") -> None:
+    """Raise ``FileNotFoundError`` naming `name` if `path` looks local but does not exist.
+
+    A hub id is ``name`` or ``org/name``; anything absolute, starting with ``.`` or ``~``, or
+    with more than one ``/`` is taken as a local folder.
+    """
+    text = str(path)
+    local = os.path.isabs(text) or text.startswith((".", "~")) or text.count("/") > 1
+    if local and not os.path.isdir(os.path.expanduser(text)):
+        raise FileNotFoundError(f"`{name}`: local model folder {text!r} does not exist")
 
 
 class HFCaptioner:
@@ -102,11 +115,27 @@ class HFCaptioner:
 
     @classmethod
     def from_pretrained(cls, path: str, **kwargs: Any) -> HFCaptioner:
-        """Load ``AutoModelForImageTextToText`` and ``AutoProcessor`` from `path` (local or hub)."""
+        """Load ``AutoModelForImageTextToText`` and ``AutoProcessor`` from `path` (local or hub).
+
+        Raises
+        ------
+        FileNotFoundError
+            If `path` is a local path (absolute, ``./``, ``~`` or several ``/``) that does not
+            exist, or a name that is neither a local folder nor loadable from the hub.
+        """
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
+        check_model_path(path)
         model_kw = {k: kwargs.pop(k) for k in ("torch_dtype",) if k in kwargs}
-        model = AutoModelForImageTextToText.from_pretrained(path, **model_kw)
+        try:
+            model = AutoModelForImageTextToText.from_pretrained(path, **model_kw)
+        except OSError as err:
+            if os.path.exists(os.path.expanduser(str(path))):
+                raise
+            raise FileNotFoundError(
+                f"`path` {str(path)!r}: no local folder of that name, and loading it as a hub "
+                f"model id failed: {err}"
+            ) from err
         processor = AutoProcessor.from_pretrained(path)
         kwargs.setdefault("model_id", str(path))
         return cls(model, processor, **kwargs)

@@ -137,9 +137,11 @@ def _train(args) -> int:
     import torch
     from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel
 
+    from .captioners import check_model_path
     from .clip import HFCLIPBackend, train_clip
     from .mixing import mixed_caption_loader
 
+    check_model_path(args.model, "--model")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
@@ -166,14 +168,24 @@ def _train(args) -> int:
         num_workers=args.workers,
         seed=args.seed,
         resampled=True,
-    )
-    losses = train_clip(HFCLIPBackend(model, pad_id=pad), loader, steps=args.steps, lr=args.lr)
+        with_keys=True,
+    )  # each rank (and worker) reads a disjoint share of every pass over the shards
+    first_keys: list[str] = []
+
+    def batches():
+        for pixels, tokens, keys, _ in loader:
+            if not first_keys:
+                first_keys.extend(keys)
+            yield pixels, tokens
+
+    losses = train_clip(HFCLIPBackend(model, pad_id=pad), batches(), steps=args.steps, lr=args.lr)
     rank = int(os.environ.get("RANK", "0"))
     if rank == 0:
         model.save_pretrained(args.out)
         tokenizer.save_pretrained(args.out)
         images.save_pretrained(args.out)
-    print(json.dumps({"rank": rank, "first_loss": losses[0], "last_loss": losses[-1]}))
+    result = {"rank": rank, "first_loss": losses[0], "last_loss": losses[-1]}
+    print(json.dumps({**result, "first_batch_keys": first_keys}))
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
     return 0

@@ -81,7 +81,11 @@ def retrieval_from_scores(
     s = check_array(scores, "scores", ndim=2, dtype="floating").astype(np.float64)
     m, n = s.shape
     t2i = check_array(text_to_image, "text_to_image", shape=(m,), dtype="integer").astype(np.int64)
-    if t2i.size and (t2i.min() < 0 or t2i.max() >= n):
+    if t2i.size and t2i.min() < 0:
+        raise IndexError(
+            f"`text_to_image` must index images in [0, {n}), got a negative value {t2i.min()}"
+        )
+    if t2i.size and t2i.max() >= n:
         raise IndexError(
             f"`text_to_image` must index images in [0, {n}), got values up to {t2i.max()}"
         )
@@ -136,15 +140,23 @@ def retrieval_metrics(
     Raises
     ------
     ValueError
-        NaN/inf, mismatched D, empty input, `ks` out of range.
+        NaN/inf, mismatched D, empty input, `ks` out of range, a zero-norm row when
+        `normalize` is True.
     IndexError
         `text_to_image` out of range.
     """
     img = _check_emb(image_emb, "image_emb")
     txt = _check_emb(text_emb, "text_emb", img.shape[1])
     if normalize:
-        img = img / np.maximum(np.linalg.norm(img, axis=1, keepdims=True), 1e-12)
-        txt = txt / np.maximum(np.linalg.norm(txt, axis=1, keepdims=True), 1e-12)
+        for name, a in (("image_emb", img), ("text_emb", txt)):
+            zero = np.flatnonzero(np.linalg.norm(a, axis=1) == 0)
+            if zero.size:
+                raise ValueError(
+                    f"`{name}` row {int(zero[0])} has zero norm: cosine similarity is undefined "
+                    "(pass normalize=False to rank by dot product)"
+                )
+        img = img / np.linalg.norm(img, axis=1, keepdims=True)
+        txt = txt / np.linalg.norm(txt, axis=1, keepdims=True)
     return retrieval_from_scores(txt @ img.T, text_to_image, ks=ks, ties=ties)
 
 
@@ -221,14 +233,21 @@ def caption_stats(
 
     Raises
     ------
+    TypeError
+        If `captions` is one str or holds a non-str (``None``, a number).
     ValueError
         If `captions` is empty or `context_length` < 1.
     """
     if isinstance(captions, str):
         raise TypeError("`captions` must be a sequence of str, not one str")
-    captions = list(captions)
+    captions = [c.as_py() if hasattr(c, "as_py") else c for c in captions]  # pyarrow scalars
     if not captions:
         raise ValueError("`captions` is empty")
+    bad = next((i for i, c in enumerate(captions) if not isinstance(c, str)), None)
+    if bad is not None:
+        raise TypeError(
+            f"`captions` must hold str, got {type(captions[bad]).__name__} at index {bad}"
+        )
     if not isinstance(context_length, int) or context_length < 1:
         raise ValueError(f"`context_length` must be an int >= 1, got {context_length!r}")
     words = [str(c).lower().split() for c in captions]

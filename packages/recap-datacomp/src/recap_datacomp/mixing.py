@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import multiprocessing
+import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -125,6 +126,81 @@ class MixedCaption:
         return out
 
 
+def _resolve_rank(rank: Any, world_size: Any) -> tuple[int, int]:
+    """``(rank, world_size)``: the arguments, else torch.distributed's, else (0, 1)."""
+    if (rank is None) != (world_size is None):
+        raise ValueError("`rank` and `world_size` must be given together (or both left out)")
+    if rank is None:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+    for name, value in (("rank", rank), ("world_size", world_size)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"`{name}` must be an int, got {value!r}")
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(
+            f"`rank` must be in [0, world_size), got rank={rank}, world_size={world_size}"
+        )
+    return rank, world_size
+
+
+def _split_hash(seed: int, key: str) -> int:
+    return int.from_bytes(
+        hashlib.blake2b(f"split|{int(seed)}|{key}".encode(), digest_size=8).digest(), "big"
+    )
+
+
+def epoch_shards(shards: Sequence[str], seed: int, epoch: int) -> list[str]:
+    """The shard order of `epoch`: a shuffle seeded by (seed, epoch), the same on every rank."""
+    order = sorted(shards)
+    random.Random(f"{int(seed)}|{int(epoch)}").shuffle(order)
+    return order
+
+
+class _RankShardSamples:
+    """First pipeline stage: this (rank, worker)'s disjoint share of the samples of each epoch.
+
+    With ``G = world_size * workers`` readers and reader index ``g = rank * workers + worker``,
+    reader g reads ``epoch_shards(...)[g::G]`` when there are at least G shards; otherwise every
+    reader reads every shard and keeps the samples with ``blake2b(seed|key) % G == g``. Either
+    way the readers' samples are disjoint and their union is the whole epoch.
+    """
+
+    def __init__(self, shards, *, rank, world_size, seed, mixer, resampled, handler) -> None:
+        self.shards, self.rank, self.world = list(shards), rank, world_size
+        self.seed, self.mixer, self.resampled, self.handler = seed, mixer, resampled, handler
+
+    def __call__(self) -> Iterator[dict[str, Any]]:
+        import torch.utils.data
+        import webdataset as wds
+
+        info = torch.utils.data.get_worker_info()
+        worker, n_workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        readers, reader = self.world * n_workers, self.rank * n_workers + worker
+        by_shard = len(self.shards) >= readers
+        epoch = self.mixer.epoch
+        while True:
+            order = epoch_shards(self.shards, self.seed, epoch)
+            mine = order[reader::readers] if by_shard else order
+            n = 0
+            for sample in wds.tarfile_to_samples(handler=self.handler)(
+                iter([{"url": url} for url in mine])
+            ):
+                if by_shard or _split_hash(self.seed, str(sample["__key__"])) % readers == reader:
+                    n += 1
+                    yield sample
+            if not self.resampled:
+                return
+            if n == 0:
+                raise RuntimeError(
+                    f"reader {reader} of {readers} (rank {self.rank}, worker {worker}) got no "
+                    "sample in a whole pass over the shards; use fewer ranks or workers"
+                )
+            epoch += 1
+
+
 def mixed_caption_loader(
     urls: str | Sequence[str],
     *,
@@ -140,8 +216,16 @@ def mixed_caption_loader(
     org_key: str = "txt",
     recap_key: str = "recap.txt",
     with_keys: bool = False,
+    rank: int | None = None,
+    world_size: int | None = None,
 ) -> Any:
     """A DataLoader of ``(images, tokens)`` batches with mixed captions, like open_clip_train's.
+
+    Every epoch the shards are shuffled by (seed, epoch), the same order on every rank, and
+    split across ranks and DataLoader workers: each rank and worker reads a disjoint share, and
+    the shares together are the whole epoch. With fewer shards than ``world_size * num_workers``
+    the split is per sample (by a hash of the key; every reader then reads every shard).
+    Shares can differ in size (shards do); for DDP use ``resampled=True`` so no rank runs dry.
 
     Parameters
     ----------
@@ -156,11 +240,17 @@ def mixed_caption_loader(
     batch_size : int
     num_workers : int, default=0
     seed, epoch : int
+        Seed of the caption choice and of the shard shuffle; the epoch is read when iteration
+        starts (``loader.mixer.set_epoch``).
     resampled : bool, default=False
-        Sample shards with replacement forever (open_clip ``--dataset-resampled``).
+        Repeat forever, one reshuffled pass after another (for ``--steps`` training); still
+        split disjointly across ranks and workers within each pass.
     image_key, org_key, recap_key : str
     with_keys : bool, default=False
         Also yield the sample keys and whether each used its recaption.
+    rank, world_size : int, optional
+        This process's share; by default torch.distributed's rank and world size when it is
+        initialised, else 0 and 1.
 
     Returns
     -------
@@ -170,7 +260,7 @@ def mixed_caption_loader(
     Raises
     ------
     ValueError
-        If `p` is out of [0, 1] or `batch_size` < 1.
+        If `p` is out of [0, 1], `batch_size` < 1, or `rank`/`world_size` are invalid.
     """
     import webdataset as wds
 
@@ -179,14 +269,19 @@ def mixed_caption_loader(
     mixer = MixedCaption(p, seed=seed, org_key=org_key, recap_key=recap_key, epoch=epoch)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"`batch_size` must be an int >= 1, got {batch_size!r}")
+    rank, world_size = _resolve_rank(rank, world_size)
     shards = expand_shards(urls if isinstance(urls, str) else list(urls))
+    source = _RankShardSamples(
+        shards,
+        rank=rank,
+        world_size=world_size,
+        seed=seed,
+        mixer=mixer,
+        resampled=resampled,
+        handler=wds.warn_and_continue,
+    )
     stages: list[Any] = [
-        wds.ResampledShards(shards) if resampled else wds.SimpleShardList(shards),
-    ]
-    if not resampled:
-        stages.append(wds.split_by_worker)
-    stages += [
-        wds.tarfile_to_samples(handler=wds.warn_and_continue),
+        source,
         wds.decode("pil", handler=wds.warn_and_continue),
         wds.map(mixer),
         wds.rename(image=image_key, text="txt", recap="__recap__", key="__key__"),
@@ -204,6 +299,7 @@ def mixed_caption_loader(
     pipeline = wds.DataPipeline(*stages, wds.map(tokenize))
     loader = wds.WebLoader(pipeline, batch_size=None, num_workers=num_workers)
     loader.mixer = mixer
+    loader.rank, loader.world_size = rank, world_size
     return loader
 
 

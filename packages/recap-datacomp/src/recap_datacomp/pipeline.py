@@ -14,7 +14,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .captioners import run_config_of
-from .shards import Sample, check_image_keys, iter_samples
+from .shards import Sample, check_image_keys, check_shard, iter_samples
 
 STATUSES = ("ok", "decode_error", "caption_error")
 COLUMNS = ("key", "url", "org_caption", "re_caption", "status", "error", "n_chars")
@@ -125,6 +127,15 @@ def _decode(sample: Sample):
     return image.convert("RGB")
 
 
+_ADDRESS = re.compile(r" (?:object )?at 0x[0-9a-fA-F]+")
+
+
+def error_text(err: BaseException) -> str:
+    """``"Type: message"`` with memory addresses (``<... object at 0x...>``) removed, so that
+    the ``error`` column is the same in every process (resume and multi-rank runs equal)."""
+    return _ADDRESS.sub("", f"{type(err).__name__}: {err}")
+
+
 def _row(sample: Sample, caption: str, status: str, error: str) -> dict[str, Any]:
     return {
         "key": sample.key,
@@ -147,7 +158,7 @@ def _decode_batch(samples: list[Sample]) -> tuple[list[Sample], list[Any], list[
             errors.append(None)
         except Exception as err:  # PIL raises many types on corrupt data
             images.append(None)
-            errors.append(_row(sample, "", "decode_error", f"{type(err).__name__}: {err}"))
+            errors.append(_row(sample, "", "decode_error", error_text(err)))
     return samples, images, errors
 
 
@@ -175,7 +186,7 @@ def _caption_batch(captioner: Any, decoded: tuple[list[Sample], list[Any], list[
                     (caption,) = captioner([image], None)
                     rows[i] = _row(samples[i], str(caption), "ok", "")
                 except Exception as err:
-                    rows[i] = _row(samples[i], "", "caption_error", f"{type(err).__name__}: {err}")
+                    rows[i] = _row(samples[i], "", "caption_error", error_text(err))
     return [r for r in rows if r is not None]
 
 
@@ -255,6 +266,9 @@ def caption_shard(
     ------
     ResumeMismatchError
         If earlier output of this shard has another run config and `force` is False.
+    FileNotFoundError, ValueError
+        If a local shard is missing or not a tar file, or `text_key` matches nothing in its first
+        samples (checked before the first row is written).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -281,6 +295,8 @@ def caption_shard(
         _atomic_write_bytes(meta_path, json.dumps(config, sort_keys=True).encode())
     parts = sorted(parts_dir.glob("part-*.parquet"))
     n_done = sum(pq.read_metadata(p).num_rows for p in parts)
+    if n_done == 0:
+        check_shard(shard, text_key)
     start = time.perf_counter()
     rates: list[float] = []
     pending: list[dict[str, Any]] = []
@@ -394,8 +410,11 @@ def recaption_shards(
 
     Raises
     ------
+    FileNotFoundError
+        If a local shard does not exist.
     ValueError
-        If `shards` is empty, `image_keys` is unknown, or an int argument is out of range.
+        If `shards` is empty, a local shard is not a tar file, `text_key` matches nothing in
+        the first samples of a shard, `image_keys` is unknown, or an int argument is out of range.
     ResumeMismatchError
         If partial output was written with another run config and `force` is False.
     """
@@ -436,6 +455,14 @@ def recaption_shards(
                 for k, v in result["counts"].items():
                     stats.counts[k] += v
     stats.seconds = time.perf_counter() - t0
+    n_rows = sum(stats.counts.values())
+    if n_rows and not stats.counts.get("ok"):
+        warnings.warn(
+            f"none of the {n_rows} rows captioned by rank {rank} succeeded "
+            f"({dict(stats.counts)}); see the `error` column",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return stats
 
 

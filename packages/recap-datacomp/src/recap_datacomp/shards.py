@@ -126,6 +126,59 @@ def read_field(sample: dict, spec: str) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
 
+def _has_field(sample: dict, spec: str) -> bool:
+    ext, _, field = spec.partition(":")
+    raw = sample.get(ext)
+    if raw is None or not field:
+        return raw is not None
+    try:
+        meta = json.loads(raw) if isinstance(raw, bytes | str) else raw
+    except ValueError:
+        return False
+    return isinstance(meta, dict) and field in meta
+
+
+def check_shard(shard: str, text_key: str = "txt", n_peek: int = 16) -> None:
+    """Check one shard before captioning it: a local path must be an existing tar file, and
+    `text_key` must be present in at least one of its first `n_peek` samples.
+
+    URLs (``scheme://``, ``pipe:``) are not opened here.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a local shard does not exist.
+    ValueError
+        If a local shard is not a tar file, or `text_key` matches no member (or JSON field) in
+        the first `n_peek` samples of a non-empty shard.
+    """
+    import tarfile
+
+    if "://" in shard or shard.startswith("pipe:"):
+        return
+    if not os.path.exists(shard):
+        raise FileNotFoundError(f"`shards`: {shard!r} does not exist")
+    if not tarfile.is_tarfile(shard):
+        raise ValueError(f"`shards`: {shard!r} is not a tar file (webdataset shard)")
+    import webdataset as wds
+
+    members: set[str] = set()
+    dataset = wds.DataPipeline(
+        wds.SimpleShardList([shard]), wds.tarfile_to_samples(handler=wds.warn_and_continue)
+    )
+    for i, raw in enumerate(dataset):
+        if _has_field(raw, text_key):
+            return
+        members.update(k for k in raw if not k.startswith("__"))
+        if i + 1 >= n_peek:
+            break
+    if members:
+        raise ValueError(
+            f"`text_key` {text_key!r} matches nothing in the first samples of {shard!r} "
+            f"(members there: {', '.join(sorted(members))})"
+        )
+
+
 def iter_samples(
     shard: str,
     *,
