@@ -136,3 +136,5 @@ def test_train_clip_under_torchrun_two_processes(tmp_path):
     first = [set(r["first_batch_keys"]) for r in lines]
     assert len(first[0]) == len(first[1]) == 4
     assert not first[0] & first[1]  # ranks train on different data (trial 20, H2)
+    # mix counters reach the parent and are printed (trial 20b M2)
+    assert all(r["mix"]["n_total"] >= 12 and r["mix"]["n_missing"] == 0 for r in lines)

@@ -216,3 +216,55 @@ def test_two_gloo_processes_read_disjoint_keys(merged, tmp_path):
     r0, r1 = ((tmp_path / f"keys.{r}").read_text().split("\n") for r in (0, 1))
     assert not set(r0) & set(r1)
     assert sorted(r0 + r1) == sorted(_keys(merged))
+
+
+def _loader(urls, **kw):
+    args = {
+        "p": 0.5,
+        "preprocess": lambda im: torch.zeros(1),
+        "tokenizer": lambda texts: texts,
+        "batch_size": 2,
+        "seed": 3,
+        "with_keys": True,
+    }
+    return mixed_caption_loader(urls, **{**args, **kw})
+
+
+def test_misspelled_text_keys_raise_naming_the_argument(merged):
+    # trial 20b H1: a wrong org_key / recap_key gave empty captions without a word
+    with pytest.raises(ValueError, match="`org_key` 'nope'"):
+        _loader(merged, org_key="nope")
+    with pytest.raises(ValueError, match="`recap_key` 'nope'"):
+        _loader(merged, recap_key="nope")
+    _loader(merged, p=0.0, recap_key="nope")  # p = 0 never reads the recaption
+
+
+def test_mix_counters_add_up_dataloader_workers(merged):
+    # trial 20b M2: the counters stayed 0 with num_workers > 0
+    loader = _loader(merged, num_workers=2)
+    flags = [r for _, _, _, recap in loader for r in recap]
+    assert len(flags) == 32
+    assert loader.mixer.n_total == 32
+    assert loader.mixer.n_recap == sum(flags)
+    assert loader.mixer.n_missing == 0
+
+
+def test_samples_are_shuffled_per_epoch_deterministically(merged):
+    # trial 20b M1: with one shard every epoch had the same order and batches
+    def keys(epoch, **kw):
+        return [k for _, _, ks, _ in _loader(merged[:1], epoch=epoch, **kw) for k in ks]
+
+    e0, e1 = keys(0), keys(1)
+    assert sorted(e0) == sorted(e1)
+    assert e0 != e1
+    assert keys(0) == e0
+    assert keys(0, shuffle_buffer=0) == sorted(e0)
+    with pytest.raises(ValueError, match="`shuffle_buffer`"):
+        _loader(merged, shuffle_buffer=-1)
+
+
+def test_resampled_share_smaller_than_batch_warns(merged):
+    # trial 20b M3: a share shorter than the batch repeats samples inside a batch
+    loader = _loader(merged[:1], resampled=True, rank=0, world_size=2, batch_size=16)
+    with pytest.warns(UserWarning, match="fewer than batch_size=16"):
+        next(iter(loader))

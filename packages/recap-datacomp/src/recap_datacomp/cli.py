@@ -184,7 +184,21 @@ def _train(args) -> int:
         model.save_pretrained(args.out)
         tokenizer.save_pretrained(args.out)
         images.save_pretrained(args.out)
-    result = {"rank": rank, "first_loss": losses[0], "last_loss": losses[-1]}
+    result: dict[str, object] = {"rank": rank, "first_loss": losses[0], "last_loss": losses[-1]}
+    mixer = loader.mixer  # counts add up all DataLoader workers (trial 20b M2)
+    result["mix"] = {
+        "n_total": mixer.n_total,
+        "n_recap": mixer.n_recap,
+        "n_missing": mixer.n_missing,
+    }
+    if args.p > 0 and mixer.n_missing > 0.5 * args.p * max(mixer.n_total, 1):
+        import sys
+
+        print(
+            f"warning: {mixer.n_missing} of {mixer.n_total} draws wanted a recaption that is "
+            "missing (the original caption was used); check the merged shards' recap members",
+            file=sys.stderr,
+        )
     print(json.dumps({**result, "first_batch_keys": first_keys}))
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

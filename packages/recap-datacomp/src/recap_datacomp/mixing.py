@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import multiprocessing
 import random
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -67,8 +68,11 @@ class MixedCaption:
     Attributes
     ----------
     n_missing : int
-        Draws that wanted the recaption but found it missing or empty (original used); counted
-        per process.
+        Draws that wanted the recaption but found it missing or empty (original used).
+    n_recap, n_total : int
+        Draws that used the recaption; all draws. The three counters live in shared memory, so
+        they add up the DataLoader workers' draws too (samples prefetched but not yet delivered
+        included).
 
     Raises
     ------
@@ -94,9 +98,29 @@ class MixedCaption:
             out_key,
         )
         self._epoch = multiprocessing.Value("i", int(epoch))
-        self.n_missing = 0
-        self.n_recap = 0
-        self.n_total = 0
+        # shared with DataLoader workers (fork or spawn), like the epoch: trial 20b M2
+        self._counts = multiprocessing.Array("q", 3)
+
+    @property
+    def n_total(self) -> int:
+        """All draws so far (every process)."""
+        return int(self._counts[0])
+
+    @property
+    def n_recap(self) -> int:
+        """Draws that used the recaption (every process)."""
+        return int(self._counts[1])
+
+    @property
+    def n_missing(self) -> int:
+        """Draws that wanted the recaption but found none (every process)."""
+        return int(self._counts[2])
+
+    def _count(self, recap: bool, missing: bool) -> None:
+        with self._counts.get_lock():
+            self._counts[0] += 1
+            self._counts[1] += int(recap)
+            self._counts[2] += int(missing)
 
     def set_epoch(self, epoch: int) -> None:
         """Set the epoch in shared memory (persistent DataLoader workers see it)."""
@@ -112,14 +136,12 @@ class MixedCaption:
         key = str(sample["__key__"])
         org = read_field(sample, self.org_key)
         text = org
-        self.n_total += 1
-        if mix_uniform(self.seed, self.epoch, key) < self.p:
+        wanted = mix_uniform(self.seed, self.epoch, key) < self.p
+        if wanted:
             recap = read_field(sample, self.recap_key)
             if recap.strip():
                 text = recap
-                self.n_recap += 1
-            else:
-                self.n_missing += 1
+        self._count(text is not org, wanted and text is org)
         out = dict(sample)
         out[self.out_key] = text
         out["__recap__"] = text is not org
@@ -165,12 +187,41 @@ class _RankShardSamples:
     With ``G = world_size * workers`` readers and reader index ``g = rank * workers + worker``,
     reader g reads ``epoch_shards(...)[g::G]`` when there are at least G shards; otherwise every
     reader reads every shard and keeps the samples with ``blake2b(seed|key) % G == g``. Either
-    way the readers' samples are disjoint and their union is the whole epoch.
+    way the readers' samples are disjoint and their union is the whole epoch. Within a pass the
+    samples go through a shuffle buffer of `shuffle_buffer` samples seeded by
+    (seed, pass, reader), so the order (and the batches) change every epoch.
     """
 
-    def __init__(self, shards, *, rank, world_size, seed, mixer, resampled, handler) -> None:
+    def __init__(
+        self,
+        shards,
+        *,
+        rank,
+        world_size,
+        seed,
+        mixer,
+        resampled,
+        handler,
+        shuffle_buffer=0,
+        batch_size=1,
+    ) -> None:
         self.shards, self.rank, self.world = list(shards), rank, world_size
         self.seed, self.mixer, self.resampled, self.handler = seed, mixer, resampled, handler
+        self.shuffle_buffer, self.batch_size = shuffle_buffer, batch_size
+
+    def _shuffled(self, samples: Iterator[dict[str, Any]], rng: random.Random):
+        if self.shuffle_buffer <= 1:
+            yield from samples
+            return
+        buf: list[dict[str, Any]] = []
+        for sample in samples:
+            buf.append(sample)
+            if len(buf) >= self.shuffle_buffer:
+                i = rng.randrange(len(buf))
+                buf[i], buf[-1] = buf[-1], buf[i]
+                yield buf.pop()
+        rng.shuffle(buf)
+        yield from buf
 
     def __call__(self) -> Iterator[dict[str, Any]]:
         import torch.utils.data
@@ -181,22 +232,36 @@ class _RankShardSamples:
         readers, reader = self.world * n_workers, self.rank * n_workers + worker
         by_shard = len(self.shards) >= readers
         epoch = self.mixer.epoch
+        warned = False
         while True:
             order = epoch_shards(self.shards, self.seed, epoch)
             mine = order[reader::readers] if by_shard else order
             n = 0
-            for sample in wds.tarfile_to_samples(handler=self.handler)(
-                iter([{"url": url} for url in mine])
-            ):
-                if by_shard or _split_hash(self.seed, str(sample["__key__"])) % readers == reader:
-                    n += 1
-                    yield sample
+            raw = wds.tarfile_to_samples(handler=self.handler)(iter([{"url": u} for u in mine]))
+            own = (
+                s
+                for s in raw
+                if by_shard or _split_hash(self.seed, str(s["__key__"])) % readers == reader
+            )
+            rng = random.Random(f"shuffle|{int(self.seed)}|{int(epoch)}|{reader}")
+            for sample in self._shuffled(own, rng):
+                n += 1
+                yield sample
             if not self.resampled:
                 return
             if n == 0:
                 raise RuntimeError(
                     f"reader {reader} of {readers} (rank {self.rank}, worker {worker}) got no "
                     "sample in a whole pass over the shards; use fewer ranks or workers"
+                )
+            if n < self.batch_size and not warned:
+                warned = True
+                warnings.warn(
+                    f"reader {reader} of {readers} (rank {self.rank}, worker {worker}) has only "
+                    f"{n} sample(s) per pass, fewer than batch_size={self.batch_size}: with "
+                    "resampled=True its samples repeat within a batch and are over-sampled; "
+                    "use more shards or fewer ranks/workers",
+                    stacklevel=2,
                 )
             epoch += 1
 
@@ -218,6 +283,7 @@ def mixed_caption_loader(
     with_keys: bool = False,
     rank: int | None = None,
     world_size: int | None = None,
+    shuffle_buffer: int = 256,
 ) -> Any:
     """A DataLoader of ``(images, tokens)`` batches with mixed captions, like open_clip_train's.
 
@@ -246,11 +312,17 @@ def mixed_caption_loader(
         Repeat forever, one reshuffled pass after another (for ``--steps`` training); still
         split disjointly across ranks and workers within each pass.
     image_key, org_key, recap_key : str
+        Members to read. `org_key` (and `recap_key` when ``p > 0``) must be present in at least
+        one of the first 16 samples of the first local shard, else ``ValueError`` naming it.
     with_keys : bool, default=False
         Also yield the sample keys and whether each used its recaption.
     rank, world_size : int, optional
         This process's share; by default torch.distributed's rank and world size when it is
         initialised, else 0 and 1.
+    shuffle_buffer : int, default=256
+        Samples are shuffled within each reader's share through a buffer of this many samples,
+        seeded by (seed, epoch, reader): deterministic, different every epoch. 0 or 1 keeps the
+        tar order.
 
     Returns
     -------
@@ -260,17 +332,29 @@ def mixed_caption_loader(
     Raises
     ------
     ValueError
-        If `p` is out of [0, 1], `batch_size` < 1, or `rank`/`world_size` are invalid.
+        If `p` is out of [0, 1], `batch_size` < 1, `shuffle_buffer` < 0, `rank`/`world_size`
+        are invalid, or `org_key`/`recap_key` is found in none of the first shard's first 16
+        samples.
     """
     import webdataset as wds
 
-    from .shards import expand_shards
+    from .shards import check_shard, expand_shards
 
     mixer = MixedCaption(p, seed=seed, org_key=org_key, recap_key=recap_key, epoch=epoch)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"`batch_size` must be an int >= 1, got {batch_size!r}")
+    if (
+        isinstance(shuffle_buffer, bool)
+        or not isinstance(shuffle_buffer, int)
+        or shuffle_buffer < 0
+    ):
+        raise ValueError(f"`shuffle_buffer` must be an int >= 0, got {shuffle_buffer!r}")
     rank, world_size = _resolve_rank(rank, world_size)
     shards = expand_shards(urls if isinstance(urls, str) else list(urls))
+    # a misspelled text key would silently give empty captions (trial 20b H1)
+    check_shard(shards[0], org_key, name="org_key")
+    if mixer.p > 0:
+        check_shard(shards[0], recap_key, name="recap_key")
     source = _RankShardSamples(
         shards,
         rank=rank,
@@ -279,6 +363,8 @@ def mixed_caption_loader(
         mixer=mixer,
         resampled=resampled,
         handler=wds.warn_and_continue,
+        shuffle_buffer=shuffle_buffer,
+        batch_size=batch_size,
     )
     stages: list[Any] = [
         source,

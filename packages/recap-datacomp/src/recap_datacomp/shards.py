@@ -138,7 +138,9 @@ def _has_field(sample: dict, spec: str) -> bool:
     return isinstance(meta, dict) and field in meta
 
 
-def check_shard(shard: str, text_key: str = "txt", n_peek: int = 16) -> None:
+def check_shard(
+    shard: str, text_key: str = "txt", n_peek: int = 16, *, name: str = "text_key"
+) -> None:
     """Check one shard before captioning it: a local path must be an existing tar file, and
     `text_key` must be present in at least one of its first `n_peek` samples.
 
@@ -150,7 +152,8 @@ def check_shard(shard: str, text_key: str = "txt", n_peek: int = 16) -> None:
         If a local shard does not exist.
     ValueError
         If a local shard is not a tar file, or `text_key` matches no member (or JSON field) in
-        the first `n_peek` samples of a non-empty shard.
+        the first `n_peek` samples of a non-empty shard (the message names the argument
+        `name`).
     """
     import tarfile
 
@@ -174,7 +177,7 @@ def check_shard(shard: str, text_key: str = "txt", n_peek: int = 16) -> None:
             break
     if members:
         raise ValueError(
-            f"`text_key` {text_key!r} matches nothing in the first samples of {shard!r} "
+            f"`{name}` {text_key!r} matches nothing in the first samples of {shard!r} "
             f"(members there: {', '.join(sorted(members))})"
         )
 
