@@ -12,19 +12,9 @@ import pickle
 import sys
 from pathlib import Path
 
-from icml25_core.cli import add_reproduce_command, console_parser, shard_spec
+from icml25_core.cli import add_reproduce_command, console_parser, positive_int, shard_spec
 
 from ._version import __version__
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
 
 
 def _positive_float(text: str) -> float:
@@ -55,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--shard", type=shard_spec, default=(0, 1), help="i/n: this process's file shard"
     )
     p.add_argument(
-        "--t-star", type=_positive_int, default=None, help="stage-1 depth in [1, 200] (bundle's)"
+        "--t-star", type=positive_int, default=None, help="stage-1 depth in [1, 200] (bundle's)"
     )
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     q = commands.add_parser("protect", help="AttackVC-emb protection against GE2E")
@@ -65,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("-o", "--output", type=Path, required=True, help="protected wav")
     q.add_argument("--eps", type=_positive_float, default=0.01, help="L-inf budget (default: 0.01)")
-    q.add_argument("--iters", type=_positive_int, default=150, help="Adam steps (default: 150)")
+    q.add_argument("--iters", type=positive_int, default=150, help="Adam steps (default: 150)")
     q.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     e = commands.add_parser("eval", help="GE2E cosine of a clip to an enrolment clip")
     e.add_argument("input", type=Path, help="clip to verify")
