@@ -171,6 +171,36 @@ def _pixels(tiles: list[Any]) -> Any:
     return torch.from_numpy(arr).permute(0, 3, 1, 2).contiguous()
 
 
+def _tiny_llama_config(**overrides: Any) -> dict[str, Any]:
+    """Keyword arguments of the reproduce's tiny random ``LlamaConfig`` (4 layers, width 64, GQA
+    4/2 heads, RoPE base `BASE`), with `overrides`."""
+    return (
+        dict(
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            rope_theta=BASE,
+            attn_implementation="sdpa",
+        )
+        | overrides
+    )
+
+
+def _tiny_clip_config(image_size: int, patch_size: int) -> dict[str, Any]:
+    """Keyword arguments of the reproduce's tiny random ``CLIPVisionConfig`` (1 layer, width 32)."""
+    return dict(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        image_size=image_size,
+        patch_size=patch_size,
+        attn_implementation="sdpa",
+    )
+
+
 def part2(images: dict[str, Any]) -> tuple[list[Claim], dict[str, Any]]:
     """Mechanism checks on a tiny random Llama + CLIP ViT fed the real photos."""
     import torch
@@ -182,26 +212,8 @@ def part2(images: dict[str, Any]) -> tuple[list[Claim], dict[str, Any]]:
     from .tiling import dynamic_tiles
 
     torch.manual_seed(0)
-    lm_cfg: dict[str, Any] = dict(
-        vocab_size=128,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        rope_theta=BASE,
-        max_position_embeddings=8192,
-        attn_implementation="sdpa",
-    )
-    vit_cfg: dict[str, Any] = dict(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        image_size=448,
-        patch_size=14,
-        attn_implementation="sdpa",
-    )
+    lm_cfg = _tiny_llama_config(vocab_size=128, max_position_embeddings=8192)
+    vit_cfg = _tiny_clip_config(image_size=448, patch_size=14)
     lm = LlamaForCausalLM(LlamaConfig(**lm_cfg)).eval()
     vit = CLIPVisionModel(CLIPVisionConfig(**vit_cfg)).eval()
     path = attach_memory_path(lm, every_n=2)
@@ -374,25 +386,8 @@ def part3_needle(steps: int = 150, k_images: int = 4, seed: int = 0) -> tuple[st
     results: dict[str, Any] = {}
     for variant in ("context", "context+memory"):
         torch.manual_seed(seed)
-        lm_cfg: dict[str, Any] = dict(
-            vocab_size=64,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=4,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            rope_theta=BASE,
-            attn_implementation="sdpa",
-        )
-        vit_cfg: dict[str, Any] = dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            image_size=tile,
-            patch_size=4,
-            attn_implementation="sdpa",
-        )
+        lm_cfg = _tiny_llama_config(vocab_size=64)
+        vit_cfg = _tiny_clip_config(image_size=tile, patch_size=4)
         lm = LlamaForCausalLM(LlamaConfig(**lm_cfg))
         path = attach_memory_path(lm, every_n=2)
         if variant == "context":
