@@ -34,6 +34,12 @@ def _flat(wav) -> tuple[torch.Tensor, tuple[int, ...]]:
     return wav.reshape(-1, wav.shape[-1]), tuple(wav.shape)
 
 
+def _check_odd_kernel(kernel: int) -> None:
+    """Raise ``ValueError`` naming `kernel` unless it is an odd int >= 1."""
+    if isinstance(kernel, bool) or not isinstance(kernel, int) or kernel < 1 or kernel % 2 == 0:
+        raise ValueError(f"`kernel` must be an odd int >= 1, got {kernel!r}")
+
+
 def average_smoothing(wav, kernel: int = 3) -> torch.Tensor:
     r"""AS: moving average, $y_n = \frac1k\sum_{|i|\le k/2} x_{n+i}$, edges reflected
     (= ``scipy.ndimage.uniform_filter1d(mode='reflect')``).
@@ -54,8 +60,7 @@ def average_smoothing(wav, kernel: int = 3) -> torch.Tensor:
         On bad audio or an even/non-positive `kernel`.
     """
     x, shape = _flat(wav)
-    if isinstance(kernel, bool) or not isinstance(kernel, int) or kernel < 1 or kernel % 2 == 0:
-        raise ValueError(f"`kernel` must be an odd int >= 1, got {kernel!r}")
+    _check_odd_kernel(kernel)
     h = kernel // 2
     xp = torch.cat([x[:, :h].flip(-1), x, x[:, x.shape[1] - h :].flip(-1)], dim=1) if h else x
     out = xp.unfold(1, kernel, 1).mean(-1)
@@ -81,8 +86,7 @@ def median_smoothing(wav, kernel: int = 3) -> torch.Tensor:
         On bad audio or an even/non-positive `kernel`.
     """
     x, shape = _flat(wav)
-    if isinstance(kernel, bool) or not isinstance(kernel, int) or kernel < 1 or kernel % 2 == 0:
-        raise ValueError(f"`kernel` must be an odd int >= 1, got {kernel!r}")
+    _check_odd_kernel(kernel)
     h = kernel // 2
     xp = torch.nn.functional.pad(x, (h, h))
     return xp.unfold(1, kernel, 1).median(-1).values.reshape(shape)
