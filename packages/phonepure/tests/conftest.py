@@ -8,6 +8,8 @@ import torch
 
 ALSA = Path("/usr/share/sounds/alsa")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # read when Triton kernels are decorated
 torch.set_num_threads(1)
 
 

@@ -51,7 +51,8 @@ def test_oracle_purifier_returns_x0(t_star):
     g = torch.Generator().manual_seed(0)
     x0 = (torch.rand(1, 32000, generator=g) - 0.5) * 0.8
     s = DDPMSchedule()
-    pur = DiffWavePurifier(_oracle(x0.reshape(2, 1, 16000), s), t_star=t_star, schedule=s)
+    oracle = _oracle(x0.reshape(2, 1, 16000), s)  # knows both chunks: run them in one batch
+    pur = DiffWavePurifier(oracle, t_star=t_star, schedule=s, batch_chunks=True)
     out = pur(x0, generator=torch.Generator().manual_seed(3))
     torch.testing.assert_close(out, x0, atol=1e-5, rtol=0)
 
@@ -62,8 +63,10 @@ def test_batched_chunks_equal_loop_and_keep_length(length):
     x = 0.3 * torch.sin(torch.arange(length) / 7.0)[None]
     a = DiffWavePurifier(m, batch_chunks=True)(x, generator=torch.Generator().manual_seed(5))
     b = DiffWavePurifier(m, batch_chunks=False)(x, generator=torch.Generator().manual_seed(5))
+    c = DiffWavePurifier(m)(x, generator=torch.Generator().manual_seed(5))  # "auto"
     assert a.shape == x.shape
     torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+    torch.testing.assert_close(c, b, atol=1e-6, rtol=0)
 
 
 def test_layouts_kept():
@@ -135,6 +138,9 @@ def test_purifier_rejects_int_dtype_and_bad_args():
             DiffWavePurifier(_random_model(), t_star=t)
     with pytest.raises(ValueError, match="chunk"):
         DiffWavePurifier(_random_model(), chunk=0)
+    for bad in ("yes", 1, None):
+        with pytest.raises(ValueError, match="batch_chunks"):
+            DiffWavePurifier(_random_model(), batch_chunks=bad)
     with pytest.raises(ValueError, match="T"):
         DDPMSchedule(T=0)
     with pytest.raises(ValueError, match="layers"):

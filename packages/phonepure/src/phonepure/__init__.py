@@ -24,6 +24,7 @@ from .baselines import (
     quantize,
 )
 from .diffwave import DDPMSchedule, DiffWave, DiffWavePurifier
+from .gate import gated_activation, gated_activation_reference
 from .metrics import cosine, pesq, snr_db, stoi, sv_accuracy
 from .pipeline import PhonePuRe, load_bundle, save_bundle
 from .protect import attackvc_emb
@@ -77,6 +78,8 @@ __all__ = [
     "downsample",
     "eer",
     "from_textgrid",
+    "gated_activation",
+    "gated_activation_reference",
     "gaussian_noise",
     "istft",
     "load",

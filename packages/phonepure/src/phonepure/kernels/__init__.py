@@ -1,0 +1,1 @@
+"""Triton kernels (extra ``[triton]``); their PyTorch references live beside their callers."""
