@@ -277,6 +277,17 @@ def test_extras_only_distributions_leave_out_what_the_requirements_need(library)
     assert blocked_import_names("demo-lib") == {"demo_fancy"}
 
 
+def test_blocked_names_leave_out_the_standard_library(monkeypatch):
+    """An extra that pulls a backport named like a standard module (resemblyzer -> typing)."""
+    from icml25_core.testing import imports
+
+    monkeypatch.setattr(imports, "extras_only_distributions", lambda d: {"typing", "demo-fancy"})
+    monkeypatch.setattr(imports, "_closure", lambda d, e: set())
+    providers = {"typing": ["typing"], "demo_fancy": ["demo-fancy"]}
+    monkeypatch.setattr(imports.metadata, "packages_distributions", lambda: providers)
+    assert blocked_import_names("demo-lib") == {"demo_fancy"}
+
+
 def test_run_main_takes_the_exit_status_as_the_interpreter_does(run_main):
     def main(argv):
         print("working")

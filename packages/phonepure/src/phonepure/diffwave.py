@@ -128,7 +128,8 @@ class _ResidualBlock(nn.Module):
         # official: h = x; h += part_t  (aliases x, so the residual carries W_t e too)
         h = x + self.fc_t(e)[:, :, None]
         conv = self.dilated_conv_layer  # kernel 3: padding = dilation keeps the length
-        z = nn.functional.conv1d(h, conv.weight, None, padding=self.dilation, dilation=self.dilation)
+        d = self.dilation
+        z = nn.functional.conv1d(h, conv.weight, None, padding=d, dilation=d)
         out = gated_activation(z, conv.bias)  # tanh * sigmoid, bias added inside the gate
         return (h + self.res_conv(out)) * math.sqrt(0.5), self.skip_conv(out)
 

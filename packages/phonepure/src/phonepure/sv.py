@@ -127,13 +127,11 @@ class GE2E(nn.Module):
         Raises
         ------
         ImportError
-            If resemblyzer is not installed (``pip install --no-deps resemblyzer==0.1.4``).
+            If resemblyzer is not installed (``pip install 'phonepure[sv]'``).
         """
         spec = importlib.util.find_spec("resemblyzer")
         if spec is None or not spec.submodule_search_locations:
-            raise ImportError(
-                "resemblyzer's weights are needed: pip install --no-deps resemblyzer==0.1.4"
-            )
+            raise ImportError("resemblyzer's weights are needed: pip install 'phonepure[sv]'")
         path = Path(next(iter(spec.submodule_search_locations))) / "pretrained.pt"
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
         state = {

@@ -84,7 +84,9 @@ def extras_only_distributions(dist: str) -> set[str]:
 
 def blocked_import_names(dist: str) -> set[str]:
     """Top-level import names of :func:`extras_only_distributions`, less the names that a
-    required distribution provides too (a shared namespace package such as ``google``).
+    required distribution provides too (a shared namespace package such as ``google``) and the
+    standard library's module names (a PyPI backport such as ``typing`` lies behind the standard
+    library on ``sys.path``, so blocking its name would block the standard module).
 
     Raises
     ------
@@ -98,7 +100,8 @@ def blocked_import_names(dist: str) -> set[str]:
             names_of.setdefault(_normalize(provider), set()).add(name)
     required = _closure(dist, frozenset())
     shared = set().union(*(names_of.get(d, set()) for d in required))
-    return set().union(*(names_of.get(d, set()) for d in optional)) - shared
+    optional_names = set().union(*(names_of.get(d, set()) for d in optional))
+    return optional_names - shared - set(sys.stdlib_module_names)
 
 
 def import_without(
