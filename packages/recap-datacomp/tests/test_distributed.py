@@ -12,6 +12,17 @@ from _rd_helpers import HashCaptioner, make_shards
 from recap_datacomp.distributed import assign_shards
 from recap_datacomp.pipeline import read_recaptions, recaption_shards
 
+from icml25_core.processes import process_group
+
+
+def _torchrun(cmd: list[str]) -> subprocess.CompletedProcess:
+    """Run a torchrun command; its ranks end with its process group, also on a timeout."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    with process_group(cmd, env=env, **pipes) as proc:  # ended by group id (DECISIONS 6)
+        out, err = proc.communicate(timeout=240)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
 
 @pytest.mark.parametrize("world", range(1, 8))
 def test_assign_shards_partitions_exactly(world):
@@ -44,14 +55,13 @@ def test_torchrun_two_processes_equals_single_process(tmp_path):
     model, processor = tiny_llava(seed=2)
     model.save_pretrained(tmp_path / "model")
     processor.save_pretrained(tmp_path / "model")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=0",
         "-m", "recap_datacomp.cli", "caption", str(tmp_path / "{00000..00002}.tar"),
         str(tmp_path / "out2"), "--model", str(tmp_path / "model"), "--max-new-tokens", "6",
         "--batch-size", "3",
     ]  # fmt: skip
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    run = _torchrun(cmd)
     assert run.returncode == 0, run.stderr[-3000:]
     merged = json.loads((tmp_path / "out2" / "run_stats.json").read_text())
     assert merged["world_size"] == 2
@@ -127,8 +137,7 @@ def test_train_clip_under_torchrun_two_processes(tmp_path):
         "--model", str(tmp_path / "clip"), "--out", str(tmp_path / "trained"), "--p", "0.8",
         "--steps", "3", "--batch-size", "4", "--workers", "0",
     ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    run = _torchrun(cmd)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
     assert sorted(r["rank"] for r in lines) == [0, 1]
