@@ -241,7 +241,7 @@ def test_cli_help_documents_options(capsys):
     with pytest.raises(SystemExit):
         main(["protect", "--help"])
     out = capsys.readouterr().out
-    assert "L-inf budget (default: 0.01)" in out
+    assert "L-inf budget in (0, 1] (default: 0.01)" in out
     assert "Adam steps (default: 150)" in out
 
 

@@ -133,14 +133,16 @@ def load(path, sr: int = SR) -> torch.Tensor:
 
     Returns
     -------
-    torch.Tensor of shape (1, T), float32, in [-1, 1].
+    torch.Tensor of shape (1, T), float32, in [-1, 1] (integer formats are scaled to it by
+    libsndfile; the resampler's ringing of a full-scale signal is clipped).
 
     Raises
     ------
     FileNotFoundError
         If `path` does not exist.
     ValueError
-        If `sr` is not positive, or the file is empty or holds NaN/inf samples.
+        If `sr` is not positive, or the file is empty, holds NaN/inf samples or (a float file)
+        samples beyond [-1, 1], which would otherwise be clipped: scale it first.
     """
     import soundfile as sf
 
@@ -153,6 +155,12 @@ def load(path, sr: int = SR) -> torch.Tensor:
         raise ValueError(f"`path` holds no samples: {path}")
     if not np.isfinite(data).all():
         raise ValueError(f"`path` holds NaN or inf samples: {path}")
+    top = float(np.abs(data).max())
+    if top > 1.0 + 1e-6:
+        raise ValueError(
+            f"`path` holds samples beyond [-1, 1] (max |x| = {top:.3f}): {path}; scale it first "
+            "(divide by its peak), it would otherwise be clipped"
+        )
     mono = torch.from_numpy(data.mean(axis=1)).float()[None]
     return resample(mono, int(rate), sr).clamp(-1.0, 1.0)
 

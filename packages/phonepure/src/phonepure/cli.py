@@ -17,14 +17,20 @@ from icml25_core.cli import add_reproduce_command, console_parser, positive_int,
 from ._version import __version__
 
 
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {v}")
-    return v
+def _float_in(low: float, high: float, low_open: bool):
+    """argparse type: a number in (low, high] (`low_open`) or [low, high]."""
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not ((low < v) if low_open else (low <= v)) or not v <= high:  # NaN fails too
+            interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+            raise argparse.ArgumentTypeError(f"must be in {interval}, got {text}")
+        return v
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("purify", help="purify a wav file, or a folder by shard")
     p.add_argument("input", type=Path, help="a .wav file, or a folder of .wav files")
     p.add_argument("--model", type=Path, required=True, help="bundle written by save_bundle")
-    p.add_argument("--text", default=None, help="transcript (file input); folders use <name>.txt")
+    p.add_argument(
+        "--text",
+        default=None,
+        help="transcript text itself, not a file (single-file input); folders read <name>.txt",
+    )
     p.add_argument("-o", "--output", type=Path, required=True, help="output file or folder")
     p.add_argument("--stage1-only", action="store_true", help="AudioPure: stage 1 alone")
     p.add_argument(
@@ -54,14 +64,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--target", type=Path, required=True, help="speech of another speaker (attack target)"
     )
     q.add_argument("-o", "--output", type=Path, required=True, help="protected wav")
-    q.add_argument("--eps", type=_positive_float, default=0.01, help="L-inf budget (default: 0.01)")
+    q.add_argument(
+        "--eps",
+        type=_float_in(0, 1, True),
+        default=0.01,
+        help="L-inf budget in (0, 1] (default: 0.01)",
+    )
     q.add_argument("--iters", type=positive_int, default=150, help="Adam steps (default: 150)")
     q.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     e = commands.add_parser("eval", help="GE2E cosine of a clip to an enrolment clip")
     e.add_argument("input", type=Path, help="clip to verify")
     e.add_argument("--enrol", type=Path, required=True, help="enrolment clip of the speaker")
     e.add_argument(
-        "--threshold", type=float, default=None, help="print accept/reject at this cosine"
+        "--threshold",
+        type=_float_in(-1, 1, False),
+        default=None,
+        help="print accept/reject at this cosine, in [-1, 1]",
     )
     add_reproduce_command(
         commands,

@@ -334,10 +334,22 @@ class DiffWavePurifier(nn.Module):
         ------
         ValueError
             On a bad shape, NaN/inf, empty input, ``|wav| > 1`` or ``sr <= 0``.
+        TypeError
+            If `generator` is not a ``torch.Generator``.
+
+        Notes
+        -----
+        Autograd records the call unless it runs under ``torch.no_grad()`` (or
+        ``torch.inference_mode()``): wrap inference calls in it, which also lets the opt-in
+        Triton gate run; adaptive attacks (``attackvc_emb(adaptive="exact")``) need the graph.
         """
         wav = check_wav(wav, "wav", peak=True)
         if isinstance(sr, bool) or not isinstance(sr, int) or sr <= 0:
             raise ValueError(f"`sr` must be an int > 0, got {sr!r}")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"`generator` must be a torch.Generator, got {type(generator).__name__}"
+            )
         shape = wav.shape
         x = wav.reshape(-1, shape[-1]).float()
         if sr != SR:

@@ -33,9 +33,11 @@ def _check(z: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     B, C2 = z.shape[:2]
     if bias is None:
         return torch.zeros(B, C2, dtype=z.dtype, device=z.device)
-    if not isinstance(bias, torch.Tensor) or bias.shape not in ((C2,), (B, C2)):
-        got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
-        raise ValueError(f"`bias` must have shape ({C2},) or ({B}, {C2}), got {got}")
+    if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+        got = f"dtype {bias.dtype}" if isinstance(bias, torch.Tensor) else type(bias).__name__
+        raise TypeError(f"`bias` must be a floating-point torch.Tensor, got {got}")
+    if bias.shape not in ((C2,), (B, C2)):
+        raise ValueError(f"`bias` must have shape ({C2},) or ({B}, {C2}), got {tuple(bias.shape)}")
     return bias.to(z.dtype).expand(B, C2)
 
 
@@ -56,7 +58,7 @@ def gated_activation_reference(z: torch.Tensor, bias: torch.Tensor | None = None
     Raises
     ------
     TypeError
-        If `z` is not a floating-point tensor.
+        If `z` or `bias` is not a floating-point tensor.
     ValueError
         If `z` is not (B, 2C, L) or `bias` has another shape.
     """
@@ -88,14 +90,16 @@ def gate_backend(z: torch.Tensor) -> str:
 
 
 def gated_activation(z: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """The gate, fused in Triton when :func:`gate_backend` says so and no gradient is needed.
+    """The gate, fused in Triton when :func:`phonepure.gate.gate_backend` says so, no gradient
+    is needed (run under ``torch.no_grad()`` or ``torch.inference_mode()``) and `z` is not
+    float64 (the kernel computes in float32).
 
     Parameters and returns as :func:`gated_activation_reference` (same errors, plus those of
-    :func:`gate_backend`).
+    :func:`phonepure.gate.gate_backend`).
     """
     b = _check(z, bias)
     needs_grad = torch.is_grad_enabled() and (z.requires_grad or b.requires_grad)
-    if needs_grad or gate_backend(z) == "torch":
+    if needs_grad or z.dtype == torch.float64 or gate_backend(z) == "torch":
         return gated_activation_reference(z, bias)
     from .kernels.gate_triton import triton_gated_activation
 

@@ -32,6 +32,15 @@ class _BPDA(torch.autograd.Function):
         return grad, None
 
 
+def _check_eps(eps) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, int | float):
+        raise TypeError(f"`eps` must be a Python number, got {type(eps).__name__}")
+    if not 0 < eps <= 1:  # also refuses NaN and inf
+        raise ValueError(
+            f"`eps` must be in (0, 1] (an L-infinity budget on [-1, 1] audio), got {eps!r}"
+        )
+
+
 def attackvc_emb(
     wav,
     encoder: Callable[[torch.Tensor], torch.Tensor],
@@ -57,13 +66,14 @@ def attackvc_emb(
     target_wav : torch.Tensor of shape (T',) or (1, T'), float
         Speech of another speaker (opposite gender in the paper).
     eps : float, default=0.01
-        L-infinity budget (> 0) (De-AntiFake: 0.01; argparse default 0.1).
+        L-infinity budget in (0, 1] (De-AntiFake: 0.01; argparse default 0.1).
     iters : int, default=150
         Adam steps (>= 1).
     lr : float, default=0.1
         Adam learning rate on `w` (> 0).
     purifier : callable, optional
-        ``purifier(x, generator=...)`` attacked when `adaptive` is not ``"none"``.
+        ``purifier(x, generator=...)`` attacked when `adaptive` is not ``"none"`` (a baseline
+        without randomness: ``lambda x, generator=None: pp.lowpass(x)``).
     adaptive : {"none", "bpda", "exact"}, default="none"
         How gradients pass the purifier.
     eot : int, default=1
@@ -78,18 +88,19 @@ def attackvc_emb(
     Raises
     ------
     ValueError
-        On bad audio, a non-positive `eps`/`lr`, `iters`/`eot` < 1, an unknown `adaptive`, or an
-        adaptive mode without `purifier`.
+        On bad audio (`target_wav` beyond [-1, 1] included), `eps` outside (0, 1], a non-positive
+        `lr`, `iters`/`eot` < 1, an unknown `adaptive`, or an adaptive mode without `purifier`.
+    TypeError
+        If `eps` is not a Python number.
     """
     if isinstance(wav, list | tuple):
         return _attack_many(list(wav), encoder, list(target_wav), eps, iters, lr, generator)
     wav = check_wav(wav, "wav", peak=True)
-    target_wav = check_wav(target_wav, "target_wav")
+    target_wav = check_wav(target_wav, "target_wav", peak=True)
     for name, w in (("wav", wav), ("target_wav", target_wav)):
         if w.ndim == 3 or (w.ndim == 2 and w.shape[0] != 1):
             raise ValueError(f"`{name}` must have shape (T,) or (1, T), got {tuple(w.shape)}")
-    if not isinstance(eps, int | float) or not eps > 0:
-        raise ValueError(f"`eps` must be > 0, got {eps!r}")
+    _check_eps(eps)
     if not isinstance(lr, int | float) or not lr > 0:
         raise ValueError(f"`lr` must be > 0, got {lr!r}")
     for name, v in (("iters", iters), ("eot", eot)):
@@ -133,8 +144,7 @@ def attackvc_emb(
 def _attack_many(wavs, encoder, targets, eps, iters, lr, generator):
     if len(wavs) == 0 or len(wavs) != len(targets):
         raise ValueError("`wav` and `target_wav` lists must be non-empty and of equal length")
-    if not isinstance(eps, int | float) or not eps > 0:
-        raise ValueError(f"`eps` must be > 0, got {eps!r}")
+    _check_eps(eps)
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
         raise ValueError(f"`iters` must be an int >= 1, got {iters!r}")
     xs = [
@@ -143,7 +153,8 @@ def _attack_many(wavs, encoder, targets, eps, iters, lr, generator):
     ]
     with torch.no_grad():
         e_src = encoder(xs).detach()
-        e_tgt = encoder([check_wav(t, "target_wav").reshape(-1).float() for t in targets]).detach()
+        targets = [check_wav(t, f"target_wav[{i}]", peak=True) for i, t in enumerate(targets)]
+        e_tgt = encoder([t.reshape(-1).float() for t in targets]).detach()
     ws = [torch.randn(x.shape, generator=generator).requires_grad_(True) for x in xs]
     opt = torch.optim.Adam(ws, lr=lr)
     for _ in range(iters):

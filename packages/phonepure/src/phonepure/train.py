@@ -23,6 +23,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from icml25_core.cli import positive_int
+
 from .audio import check_wav, compress, peak_normalise, stft
 from .diffwave import DDPMSchedule, DiffWave
 from .refiner import ScoreUNet, score_of
@@ -360,14 +362,29 @@ def main(argv=None) -> int:
 
     import torch.distributed as dist
 
-    ap = argparse.ArgumentParser(prog="phonepure.train")
-    ap.add_argument("model", choices=["diffwave"])
-    ap.add_argument("--wav-dir", type=Path)
-    ap.add_argument("--synthetic", action="store_true")
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--layers", type=int, default=6)
-    ap.add_argument("--channels", type=int, default=32)
-    ap.add_argument("--checkpoint", type=Path, required=True)
+    ap = argparse.ArgumentParser(
+        prog="phonepure.train",
+        description="Train the stage-1 DiffWave on a folder of clean speech (DDP under torchrun).",
+    )
+    ap.add_argument("model", choices=["diffwave"], help="what to train")
+    ap.add_argument("--wav-dir", type=Path, help="folder of clean *.wav files (any rate, mono)")
+    ap.add_argument(
+        "--synthetic", action="store_true", help="three sine tones instead of --wav-dir (smoke)"
+    )
+    ap.add_argument("--steps", type=positive_int, default=10, help="optimiser steps (default: 10)")
+    ap.add_argument("--layers", type=positive_int, default=6, help="residual blocks (default: 6)")
+    ap.add_argument(
+        "--channels", type=positive_int, default=32, help="residual/skip width (default: 32)"
+    )
+    ap.add_argument(
+        "--checkpoint",
+        type=Path,
+        required=True,
+        help="checkpoint file, written by rank 0 and resumed from when it exists",
+    )
+    ap.add_argument(
+        "--checkpoint-every", type=positive_int, default=50, help="steps between checkpoints (50)"
+    )
     args = ap.parse_args(argv)
     if "RANK" in os.environ and not dist.is_initialized():
         dist.init_process_group("gloo")
@@ -383,7 +400,13 @@ def main(argv=None) -> int:
         wavs = [load(p)[0] for p in sorted(args.wav_dir.glob("*.wav"))]
     model = DiffWave(args.channels, args.channels, args.layers, min(args.layers, 6))
     info = train_diffwave(
-        model, wavs, steps=args.steps, batch=2, seg=2000, checkpoint=args.checkpoint
+        model,
+        wavs,
+        steps=args.steps,
+        batch=2,
+        seg=2000,
+        checkpoint=args.checkpoint,
+        checkpoint_every=args.checkpoint_every,
     )
     _, rank, world = _dist()
     digest = float(sum(p.detach().double().sum() for p in model.parameters()))
